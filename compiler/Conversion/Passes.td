@@ -1,0 +1,25 @@
+//===- Passes.td - tfm conversions -------------------------*- tablegen -*-===//
+#ifndef COMPILER_CONVERSION_PASSES_TD
+#define COMPILER_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
+  let summary = "lowers tfm ops on tensors to buffers and scf loops";
+  let description = [{
+    Converts every function to destination-passing style (each tensor
+    result becomes a trailing memref argument that the caller owns, keeping
+    the result's attributes), tensors to memrefs, and each tfm op to a loop
+    nest over buffers: vectorisable row loops for linear layers, layer norm
+    and residuals, and for attention one loop nest per (row, head, query)
+    with the mask as a loop bound and an online softmax (running maximum
+    and sum), so no score matrix is ever stored. Intermediate buffers are
+    allocated in the function and freed before it returns.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // COMPILER_CONVERSION_PASSES_TD

@@ -1,0 +1,64 @@
+//===- KernelBuilder.h - compact scf/arith/memref construction --*- C++ -*-===//
+//
+// Helpers that keep the loop-nest lowerings of tfm ops readable.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMPILER_CONVERSION_TFMTOLOOPS_KERNELBUILDER_H
+#define COMPILER_CONVERSION_TFMTOLOOPS_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tfm {
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc);
+
+  Value index(int64_t v);
+  Value f32(double v);
+  Value add(Value x, Value y);
+  Value sub(Value x, Value y);
+  Value mul(Value x, Value y);
+  Value div(Value x, Value y);
+  Value max(Value x, Value y);
+  Value exp(Value x);
+  Value sqrt(Value x);
+  Value addIndex(Value x, Value y);
+  Value mulIndex(Value x, Value y);
+  Value minIndex(Value x, Value y);
+  Value maxIndex(Value x, Value y);
+  /// Converts an i32 to index, clamped into [lo, hi].
+  Value clampedIndex(Value i32, Value lo, Value hi);
+
+  Value load(Value memref, ValueRange indices);
+  void store(Value value, Value memref, ValueRange indices);
+  Value dim(Value memref, int64_t i);
+
+  /// Allocates a buffer of `type`, taking each dynamic extent from `sizes`
+  /// (one entry per dimension; static dimensions ignore theirs).
+  Value alloc(MemRefType type, ArrayRef<Value> sizes);
+
+  /// for (iv = lb; iv < ub; ++iv) body(iv)
+  void loop(Value lb, Value ub, function_ref<void(Value)> body);
+  /// Loop with loop-carried values; `body(iv, carried)` returns the next
+  /// values. Returns the final values.
+  SmallVector<Value>
+  reduce(Value lb, Value ub, ValueRange init,
+         function_ref<SmallVector<Value>(Value, ValueRange)> body);
+
+  OpBuilder &builder() { return b; }
+  Location location() const { return loc; }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  arith::FastMathFlagsAttr fastMath;
+};
+
+} // namespace mlir::tfm
+
+#endif // COMPILER_CONVERSION_TFMTOLOOPS_KERNELBUILDER_H

@@ -1,0 +1,488 @@
+//===- TfmToLoops.cpp - tfm on tensors -> scf loops on buffers ------------===//
+//
+// Every tfm op becomes a loop nest over memrefs. Loops are ordered so that
+// the innermost one walks contiguous memory (LLVM vectorises it); reductions
+// carry reassociation flags so they vectorise too.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/TfmToLoops/KernelBuilder.h"
+#include "dialects/tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMTOLOOPS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// Base for the op lowerings: gives the converted result type.
+template <typename Op>
+struct TfmLowering : public OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+
+  MemRefType resultType(Op op) const {
+    return cast<MemRefType>(
+        this->getTypeConverter()->convertType(op->getResult(0).getType()));
+  }
+};
+
+/// Allocates a [B, T, N] buffer whose batch and sequence extents are those
+/// of `like`.
+static Value allocRows(KernelBuilder &k, MemRefType type, Value like) {
+  return k.alloc(type, {k.dim(like, 0), k.dim(like, 1), Value()});
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and positions
+//===----------------------------------------------------------------------===//
+
+struct EmbeddingLowering : public TfmLowering<EmbeddingOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value ids = adaptor.getIds(), table = adaptor.getTable();
+    Value out = allocRows(k, resultType(op), ids);
+    Value zero = k.index(0);
+    Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+    float scale = op.getScale().convertToFloat();
+    Value scaleValue = k.f32(scale);
+    k.loop(zero, k.dim(ids, 0), [&](Value b) {
+      k.loop(zero, k.dim(ids, 1), [&](Value t) {
+        Value row = k.clampedIndex(k.load(ids, {b, t}), zero, lastRow);
+        k.loop(zero, k.dim(table, 1), [&](Value d) {
+          Value v = k.load(table, {row, d});
+          k.store(scale == 1.0f ? v : k.mul(v, scaleValue), out, {b, t, d});
+        });
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct PositionalEncodingLowering
+    : public TfmLowering<PositionalEncodingOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(PositionalEncodingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value in = adaptor.getInput(), table = adaptor.getTable();
+    Value out = allocRows(k, resultType(op), in);
+    Value zero = k.index(0);
+    Value offset = adaptor.getOffset() ? adaptor.getOffset() : zero;
+    Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+    k.loop(zero, k.dim(in, 0), [&](Value b) {
+      k.loop(zero, k.dim(in, 1), [&](Value t) {
+        Value pos = k.minIndex(k.addIndex(offset, t), lastRow);
+        k.loop(zero, k.dim(in, 2), [&](Value d) {
+          k.store(k.add(k.load(in, {b, t, d}), k.load(table, {pos, d})), out,
+                  {b, t, d});
+        });
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
+  switch (act) {
+  case Activation::none:
+    return v;
+  case Activation::relu:
+    return k.max(v, k.f32(0.0));
+  case Activation::gelu: {
+    // Exact form: 0.5 * x * (1 + erf(x / sqrt(2))).
+    Value erf = k.builder().create<math::ErfOp>(
+        k.location(), k.mul(v, k.f32(0.70710678118654752440)));
+    return k.mul(k.mul(k.f32(0.5), v), k.add(k.f32(1.0), erf));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+struct LinearLowering : public TfmLowering<LinearOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    Value bias = adaptor.getBias();
+    Value out = allocRows(k, resultType(op), x);
+    Value zero = k.index(0);
+    Value inFeatures = k.dim(w, 1);
+    k.loop(zero, k.dim(x, 0), [&](Value b) {
+      k.loop(zero, k.dim(x, 1), [&](Value t) {
+        k.loop(zero, k.dim(w, 0), [&](Value n) {
+          Value dot = k.reduce(zero, inFeatures, {k.f32(0.0)},
+                               [&](Value i, ValueRange acc) {
+                                 Value p = k.mul(k.load(x, {b, t, i}),
+                                                 k.load(w, {n, i}));
+                                 return SmallVector<Value>{k.add(acc[0], p)};
+                               })[0];
+          Value v = k.add(dot, k.load(bias, {n}));
+          k.store(applyActivation(k, op.getActivation(), v), out, {b, t, n});
+        });
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct AddLowering : public TfmLowering<AddOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(AddOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    Value out = allocRows(k, resultType(op), lhs);
+    Value zero = k.index(0);
+    k.loop(zero, k.dim(lhs, 0), [&](Value b) {
+      k.loop(zero, k.dim(lhs, 1), [&](Value t) {
+        k.loop(zero, k.dim(lhs, 2), [&](Value d) {
+          k.store(k.add(k.load(lhs, {b, t, d}), k.load(rhs, {b, t, d})), out,
+                  {b, t, d});
+        });
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// Normalises each row of `out` in place (after `out` holds the input, or
+/// input + residual).
+static void normaliseRows(KernelBuilder &k, Value out, Value weight,
+                          Value bias, double epsilon, Value b, Value t) {
+  Value zero = k.index(0);
+  Value width = k.dim(out, 2);
+  Value widthF = k.builder().create<arith::UIToFPOp>(
+      k.location(), k.builder().getF32Type(),
+      k.builder().create<arith::IndexCastUIOp>(
+          k.location(), k.builder().getI64Type(), width));
+  Value sum = k.reduce(zero, width, {k.f32(0.0)}, [&](Value d, ValueRange acc) {
+    return SmallVector<Value>{k.add(acc[0], k.load(out, {b, t, d}))};
+  })[0];
+  Value mean = k.div(sum, widthF);
+  Value sq = k.reduce(zero, width, {k.f32(0.0)}, [&](Value d, ValueRange acc) {
+    Value c = k.sub(k.load(out, {b, t, d}), mean);
+    return SmallVector<Value>{k.add(acc[0], k.mul(c, c))};
+  })[0];
+  Value var = k.div(sq, widthF);
+  Value rstd = k.div(k.f32(1.0), k.sqrt(k.add(var, k.f32(epsilon))));
+  k.loop(zero, width, [&](Value d) {
+    Value c = k.mul(k.sub(k.load(out, {b, t, d}), mean), rstd);
+    k.store(k.add(k.mul(c, k.load(weight, {d})), k.load(bias, {d})), out,
+            {b, t, d});
+  });
+}
+
+struct LayerNormLowering : public TfmLowering<LayerNormOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value in = adaptor.getInput();
+    Value out = allocRows(k, resultType(op), in);
+    Value zero = k.index(0);
+    double eps = op.getEpsilon().convertToDouble();
+    k.loop(zero, k.dim(in, 0), [&](Value b) {
+      k.loop(zero, k.dim(in, 1), [&](Value t) {
+        k.loop(zero, k.dim(in, 2), [&](Value d) {
+          k.store(k.load(in, {b, t, d}), out, {b, t, d});
+        });
+        normaliseRows(k, out, adaptor.getWeight(), adaptor.getBias(), eps, b,
+                      t);
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct AddLayerNormLowering : public TfmLowering<AddLayerNormOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(AddLayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value in = adaptor.getInput(), residual = adaptor.getResidual();
+    Value out = allocRows(k, resultType(op), in);
+    Value zero = k.index(0);
+    double eps = op.getEpsilon().convertToDouble();
+    k.loop(zero, k.dim(in, 0), [&](Value b) {
+      k.loop(zero, k.dim(in, 1), [&](Value t) {
+        k.loop(zero, k.dim(in, 2), [&](Value d) {
+          k.store(k.add(k.load(in, {b, t, d}), k.load(residual, {b, t, d})),
+                  out, {b, t, d});
+        });
+        normaliseRows(k, out, adaptor.getWeight(), adaptor.getBias(), eps, b,
+                      t);
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct AttentionLowering : public TfmLowering<AttentionOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value q = adaptor.getQuery(), key = adaptor.getKey();
+    Value value = adaptor.getValue();
+    Value out = allocRows(k, resultType(op), q);
+    int64_t dModel = resultType(op).getDimSize(2);
+    int64_t heads = op.getNumHeads();
+    Value zero = k.index(0);
+    Value headDim = k.index(dModel / heads);
+    Value scale = k.f32(op.getScale().convertToFloat());
+    Value keyCount = k.dim(key, 1);
+    if (Value kvLength = adaptor.getKvLength())
+      keyCount = k.minIndex(keyCount, kvLength);
+    bool causal = op.getMaskKind() == MaskKind::causal;
+    Value queryOffset = adaptor.getQueryOffset() ? adaptor.getQueryOffset()
+                                                 : zero;
+    Value lowest = k.f32(-std::numeric_limits<float>::max());
+
+    k.loop(zero, k.dim(q, 0), [&](Value b) {
+      // Key padding: a bound on the key loop, never a mask tensor.
+      Value rowKeys = keyCount;
+      if (Value lengths = adaptor.getKeyLengths())
+        rowKeys = k.clampedIndex(k.load(lengths, {b}), zero, keyCount);
+      k.loop(zero, k.index(heads), [&](Value h) {
+        Value base = k.mulIndex(h, headDim);
+        k.loop(zero, k.dim(q, 1), [&](Value t) {
+          Value visible = rowKeys;
+          if (causal)
+            visible = k.minIndex(
+                visible, k.addIndex(k.addIndex(queryOffset, t), k.index(1)));
+          k.loop(zero, headDim, [&](Value d) {
+            k.store(k.f32(0.0), out, {b, t, k.addIndex(base, d)});
+          });
+          // Online softmax: running maximum m and running sum l; the partial
+          // weighted sum of values lives in `out` and is rescaled whenever
+          // the maximum grows.
+          SmallVector<Value> ml = k.reduce(
+              zero, visible, {lowest, k.f32(0.0)},
+              [&](Value j, ValueRange carried) {
+                Value m = carried[0], l = carried[1];
+                Value dot = k.reduce(zero, headDim, {k.f32(0.0)},
+                                     [&](Value d, ValueRange acc) {
+                                       Value c = k.addIndex(base, d);
+                                       Value p = k.mul(k.load(q, {b, t, c}),
+                                                       k.load(key, {b, j, c}));
+                                       return SmallVector<Value>{
+                                           k.add(acc[0], p)};
+                                     })[0];
+                Value s = k.mul(dot, scale);
+                Value newMax = k.max(m, s);
+                Value rescale = k.exp(k.sub(m, newMax));
+                Value weight = k.exp(k.sub(s, newMax));
+                k.loop(zero, headDim, [&](Value d) {
+                  Value c = k.addIndex(base, d);
+                  Value acc = k.mul(k.load(out, {b, t, c}), rescale);
+                  k.store(k.add(acc, k.mul(weight, k.load(value, {b, j, c}))),
+                          out, {b, t, c});
+                });
+                return SmallVector<Value>{newMax,
+                                          k.add(k.mul(l, rescale), weight)};
+              });
+          // A query with no visible key keeps zeros.
+          OpBuilder &ob = k.builder();
+          Value any = ob.create<arith::CmpFOp>(
+              k.location(), arith::CmpFPredicate::OGT, ml[1], k.f32(0.0));
+          Value inv = ob.create<arith::SelectOp>(
+              k.location(), any, k.div(k.f32(1.0), ml[1]), k.f32(0.0));
+          k.loop(zero, headDim, [&](Value d) {
+            Value c = k.addIndex(base, d);
+            k.store(k.mul(k.load(out, {b, t, c}), inv), out, {b, t, c});
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct CacheWriteLowering : public OpConversionPattern<CacheWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value v = adaptor.getValue(), cache = adaptor.getCache();
+    Value zero = k.index(0);
+    // Steps beyond the capacity are dropped (the runtime sizes the cache
+    // for its maximum length).
+    Value steps = k.minIndex(
+        k.dim(v, 1),
+        k.maxIndex(zero, k.addIndex(k.dim(cache, 1),
+                                    k.mulIndex(adaptor.getPosition(),
+                                               k.index(-1)))));
+    k.loop(zero, k.dim(v, 0), [&](Value b) {
+      k.loop(zero, steps, [&](Value t) {
+        Value pos = k.addIndex(adaptor.getPosition(), t);
+        k.loop(zero, k.dim(v, 2), [&](Value d) {
+          k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
+        });
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Functions in destination-passing style
+//===----------------------------------------------------------------------===//
+
+/// Tensor arguments become memrefs; each result becomes a trailing memref
+/// argument (carrying the result's attributes) and the function returns
+/// nothing.
+struct FuncToDestinationStyle : public OpConversionPattern<func::FuncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(func::FuncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.isExternal())
+      return failure();
+    FunctionType type = op.getFunctionType();
+    const TypeConverter &converter = *getTypeConverter();
+    TypeConverter::SignatureConversion signature(type.getNumInputs());
+    for (auto [i, t] : llvm::enumerate(type.getInputs()))
+      signature.addInputs(i, converter.convertType(t));
+    SmallVector<Type> outputs;
+    for (Type t : type.getResults())
+      outputs.push_back(converter.convertType(t));
+    signature.addInputs(outputs);
+
+    SmallVector<Attribute> argAttrs;
+    for (unsigned i = 0; i < type.getNumInputs(); ++i)
+      argAttrs.push_back(op.getArgAttrDict(i) ? Attribute(op.getArgAttrDict(i))
+                                              : rewriter.getDictionaryAttr({}));
+    for (unsigned i = 0; i < type.getNumResults(); ++i)
+      argAttrs.push_back(op.getResultAttrDict(i)
+                             ? Attribute(op.getResultAttrDict(i))
+                             : rewriter.getDictionaryAttr({}));
+
+    rewriter.modifyOpInPlace(op, [&] {
+      op.setType(rewriter.getFunctionType(signature.getConvertedTypes(), {}));
+      op.setArgAttrsAttr(rewriter.getArrayAttr(argAttrs));
+      op.removeResAttrsAttr();
+    });
+    rewriter.applySignatureConversion(&op.getBody().front(), signature,
+                                      &converter);
+    return success();
+  }
+};
+
+/// `return %a, %b` copies each value into its destination argument.
+struct ReturnToCopies : public OpConversionPattern<func::ReturnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto func = op->getParentOfType<func::FuncOp>();
+    Block &entry = func.getBody().front();
+    auto destinations =
+        entry.getArguments().take_back(adaptor.getOperands().size());
+    for (auto [value, dest] : llvm::zip(adaptor.getOperands(), destinations))
+      rewriter.create<memref::CopyOp>(op.getLoc(), value, dest);
+    rewriter.replaceOpWithNewOp<func::ReturnOp>(op);
+    return success();
+  }
+};
+
+struct DimLowering : public OpConversionPattern<tensor::DimOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tensor::DimOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<memref::DimOp>(op, adaptor.getSource(),
+                                               adaptor.getIndex());
+    return success();
+  }
+};
+
+class TensorToMemRefConverter : public TypeConverter {
+public:
+  TensorToMemRefConverter() {
+    addConversion([](Type t) { return t; });
+    addConversion([](RankedTensorType t) -> Type {
+      return MemRefType::get(t.getShape(), t.getElementType());
+    });
+  }
+};
+
+/// Frees every buffer allocated by the lowering at the end of its block.
+/// Lowered tfm ops sit directly in function bodies, so each buffer's last
+/// use is in the block that allocated it.
+static void freeBuffers(ModuleOp module) {
+  module.walk([](memref::AllocOp alloc) {
+    Block *block = alloc->getBlock();
+    OpBuilder b(block->getTerminator());
+    b.create<memref::DeallocOp>(alloc.getLoc(), alloc.getResult());
+  });
+}
+
+struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    TensorToMemRefConverter converter;
+    RewritePatternSet patterns(ctx);
+    populateTfmToLoopsPatterns(converter, patterns);
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect>();
+    target.addIllegalDialect<TfmDialect>();
+    target.addIllegalOp<tensor::DimOp>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return f.getFunctionType().getNumResults() == 0 &&
+             converter.isSignatureLegal(f.getFunctionType());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [](func::ReturnOp r) { return r.getNumOperands() == 0; });
+    target.addLegalOp<ModuleOp>();
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+    freeBuffers(getOperation());
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
+                                           RewritePatternSet &patterns) {
+  patterns.add<EmbeddingLowering, PositionalEncodingLowering, LinearLowering,
+               AddLowering, LayerNormLowering, AddLayerNormLowering,
+               AttentionLowering, CacheWriteLowering, FuncToDestinationStyle,
+               ReturnToCopies, DimLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,61 @@
+//===- Pipelines.h - the tfm stage ladder -----------------------*- C++ -*-===//
+//
+// tfm (imported) -> fused -> loops -> llvm (LLVM dialect). Each step is a
+// pass pipeline registered for tfm-opt and used by the driver and the JIT.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMPILER_PIPELINES_PIPELINES_H
+#define COMPILER_PIPELINES_PIPELINES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tfm {
+
+/// IR stages in order, as `tfmc compile --emit=` names them.
+enum class Stage { Tfm, Fused, Loops, LLVM, LLVMIR, Asm };
+
+llvm::StringRef stageName(Stage stage);
+std::optional<Stage> parseStage(llvm::StringRef name);
+
+struct PipelineOptions {
+  /// Verify the IR after each pass (on in tests and by default).
+  bool verifyEach = true;
+};
+
+/// tfm -> fused: attention split into projections and the fused core,
+/// residual + layer norm fused, then canonicalisation and CSE.
+void buildFusionPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// fused -> loops: destination-passing buffers and loop nests.
+void buildLoopsPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// loops -> LLVM dialect.
+void buildLLVMPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers `tfm-fuse`, `tfm-lower-to-loops` and `tfm-lower-to-llvm`
+/// pipelines (and every tfm pass) for tfm-opt.
+void registerTfmPipelines();
+
+/// Dialects and interfaces the pipelines need (a lean registry for tfmc).
+void registerPipelineDialects(DialectRegistry &registry);
+
+/// Runs the pipelines from `from` (exclusive) up to `to` (inclusive, at most
+/// Stage::LLVM) on `module`. With `dumpDir`, writes `NN-<stage>.mlir` after
+/// each stage (NN = the stage's number, 01 = tfm).
+llvm::Error lowerToStage(ModuleOp module, Stage from, Stage to,
+                         const PipelineOptions &options,
+                         llvm::StringRef dumpDir = "");
+
+/// Writes `module` (or any text) to DIR/NN-<stage>.<ext>.
+llvm::Error dumpStage(llvm::StringRef dumpDir, Stage stage,
+                      llvm::StringRef extension, llvm::StringRef text);
+
+} // namespace mlir::tfm
+
+#endif // COMPILER_PIPELINES_PIPELINES_H

@@ -1,0 +1,236 @@
+//===- TfmOps.cpp - tfm operation verifiers and interfaces ----------------===//
+#include "dialects/tfm/IR/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+/// Two extents agree when either is dynamic or both are equal.
+static bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+static int64_t dim(Value v, unsigned i) {
+  return cast<ShapedType>(v.getType()).getDimSize(i);
+}
+
+static int64_t lastDim(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getDimSize(type.getRank() - 1);
+}
+
+/// Checks that a [out, in] weight and [out] bias fit an input with `in`
+/// features; `what` names the weight in diagnostics.
+static LogicalResult verifyDense(Operation *op, StringRef what, Value weight,
+                                 Value bias, int64_t in, int64_t out) {
+  if (!compatible(dim(weight, 1), in))
+    return op->emitOpError() << what << " weight has " << dim(weight, 1)
+                             << " input features, expected " << in;
+  if (!compatible(dim(weight, 0), out))
+    return op->emitOpError() << what << " weight has " << dim(weight, 0)
+                             << " output features, expected " << out;
+  if (!compatible(dim(bias, 0), dim(weight, 0)))
+    return op->emitOpError() << what << " bias has " << dim(bias, 0)
+                             << " elements, expected " << dim(weight, 0);
+  return success();
+}
+
+static LogicalResult verifyHeads(Operation *op, int64_t numHeads,
+                                 int64_t dModel) {
+  if (ShapedType::isDynamic(dModel))
+    return op->emitOpError("model dimension must be static");
+  if (dModel % numHeads != 0)
+    return op->emitOpError() << "heads (" << numHeads
+                             << ") must divide the model dimension ("
+                             << dModel << ")";
+  return success();
+}
+
+static LogicalResult verifyLengths(Operation *op, MaskKind kind,
+                                   Value lengths, Value query) {
+  if (kind == MaskKind::padding && !lengths)
+    return op->emitOpError("padding mask requires key_lengths");
+  if (kind == MaskKind::none && lengths)
+    return op->emitOpError("key_lengths given but the mask kind is none");
+  if (lengths && !compatible(dim(lengths, 0), dim(query, 0)))
+    return op->emitOpError() << "key_lengths has " << dim(lengths, 0)
+                             << " rows, expected " << dim(query, 0);
+  return success();
+}
+
+static void addReads(Value v,
+                     SmallVectorImpl<SideEffects::EffectInstance<
+                         MemoryEffects::Effect>> &effects,
+                     OpOperand &operand) {
+  if (isa<MemRefType>(v.getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (!compatible(dim(getResult(), 0), dim(getIds(), 0)) ||
+      !compatible(dim(getResult(), 1), dim(getIds(), 1)))
+    return emitOpError("result rows must match the ids shape");
+  if (!compatible(dim(getResult(), 2), dim(getTable(), 1)))
+    return emitOpError() << "result width " << dim(getResult(), 2)
+                         << " does not match the table width "
+                         << dim(getTable(), 1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PositionalEncodingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PositionalEncodingOp::verify() {
+  if (!compatible(dim(getTable(), 1), dim(getInput(), 2)))
+    return emitOpError() << "table width " << dim(getTable(), 1)
+                         << " does not match the input width "
+                         << dim(getInput(), 2);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  if (!compatible(dim(getResult(), 0), dim(getInput(), 0)) ||
+      !compatible(dim(getResult(), 1), dim(getInput(), 1)))
+    return emitOpError("result rows must match the input rows");
+  return verifyDense(*this, "linear", getWeight(), getBias(),
+                     lastDim(getInput()), lastDim(getResult()));
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp / AddLayerNormOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyNorm(Operation *op, Value input, Value weight,
+                                double epsilon) {
+  if (!compatible(dim(weight, 0), lastDim(input)))
+    return op->emitOpError() << "weight has " << dim(weight, 0)
+                             << " elements, expected " << lastDim(input);
+  if (!(epsilon > 0.0))
+    return op->emitOpError("epsilon must be positive");
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput(), getWeight(),
+                    getEpsilon().convertToDouble());
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyNorm(*this, getInput(), getWeight(),
+                    getEpsilon().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// MultiHeadAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MultiHeadAttentionOp::verify() {
+  int64_t d = lastDim(getQuery());
+  if (failed(verifyHeads(*this, getNumHeads(), d)))
+    return failure();
+  if (!compatible(lastDim(getKeyValue()), d))
+    return emitOpError() << "key_value width " << lastDim(getKeyValue())
+                         << " does not match the query width " << d;
+  if (!compatible(dim(getKeyValue(), 0), dim(getQuery(), 0)))
+    return emitOpError("query and key_value batch sizes differ");
+  if (failed(verifyDense(*this, "query", getQueryWeight(), getQueryBias(), d,
+                         d)) ||
+      failed(verifyDense(*this, "key", getKeyWeight(), getKeyBias(), d, d)) ||
+      failed(verifyDense(*this, "value", getValueWeight(), getValueBias(), d,
+                         d)) ||
+      failed(verifyDense(*this, "output", getOutputWeight(), getOutputBias(),
+                         d, d)))
+    return failure();
+  if (failed(verifyLengths(*this, getMaskKind(), getKeyLengths(), getQuery())))
+    return failure();
+  bool anyCache = getKeyCache() || getValueCache() || getCachePosition();
+  bool allCache = getKeyCache() && getValueCache() && getCachePosition();
+  if (anyCache && !allCache)
+    return emitOpError("a cache needs both caches and a position");
+  if (allCache) {
+    if (getKeyCache().getType() != getValueCache().getType())
+      return emitOpError("key and value caches must have the same type");
+    if (!compatible(lastDim(getKeyCache()), d))
+      return emitOpError() << "cache width " << lastDim(getKeyCache())
+                           << " does not match the model width " << d;
+  }
+  return success();
+}
+
+void MultiHeadAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *operand : {getKeyCacheMutable().empty()
+                                 ? nullptr
+                                 : &getKeyCacheMutable()[0],
+                             getValueCacheMutable().empty()
+                                 ? nullptr
+                                 : &getValueCacheMutable()[0]}) {
+    if (!operand)
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), operand,
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), operand,
+                         SideEffects::DefaultResource::get());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  int64_t d = lastDim(getQuery());
+  if (failed(verifyHeads(*this, getNumHeads(), d)))
+    return failure();
+  for (Value kv : {getKey(), getValue()}) {
+    if (!compatible(lastDim(kv), d))
+      return emitOpError() << "key/value width " << lastDim(kv)
+                           << " does not match the query width " << d;
+    if (!compatible(dim(kv, 0), dim(getQuery(), 0)))
+      return emitOpError("query and key/value batch sizes differ");
+  }
+  if (!compatible(dim(getKey(), 1), dim(getValue(), 1)))
+    return emitOpError("keys and values have different lengths");
+  if (failed(verifyLengths(*this, getMaskKind(), getKeyLengths(), getQuery())))
+    return failure();
+  if (getQueryOffset() && getMaskKind() != MaskKind::causal)
+    return emitOpError("query_offset only applies to a causal mask");
+  return success();
+}
+
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addReads(getKey(), effects, getKeyMutable());
+  addReads(getValue(), effects, getValueMutable());
+}
+
+//===----------------------------------------------------------------------===//
+// CacheWriteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheWriteOp::verify() {
+  if (!compatible(lastDim(getValue()), lastDim(getCache())))
+    return emitOpError() << "value width " << lastDim(getValue())
+                         << " does not match the cache width "
+                         << lastDim(getCache());
+  if (!compatible(dim(getValue(), 0), dim(getCache(), 0)))
+    return emitOpError("value and cache batch sizes differ");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/tfm/IR/TfmOps.cpp.inc"

@@ -1,0 +1,274 @@
+//===- TfmOps.td - tfm operations --------------------------*- tablegen -*-===//
+#ifndef DIALECTS_TFM_IR_TFMOPS_TD
+#define DIALECTS_TFM_IR_TFMOPS_TD
+
+include "dialects/tfm/IR/TfmDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Activations are [batch, sequence, features]; weights keep the PyTorch
+// nn.Linear layout [out, in].
+def Tfm_Activations : 3DTensorOf<[F32]>;
+def Tfm_Matrix : 2DTensorOf<[F32]>;
+def Tfm_Vector : 1DTensorOf<[F32]>;
+def Tfm_TokenIds : 2DTensorOf<[I32]>;
+def Tfm_Lengths : 1DTensorOf<[I32]>;
+def Tfm_Cache : MemRefRankOf<[F32], [3]>;
+def Tfm_KeysOrCache : AnyTypeOf<[Tfm_Activations, Tfm_Cache]>;
+
+//===----------------------------------------------------------------------===//
+// Embedding and positions
+//===----------------------------------------------------------------------===//
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+  let summary = "token embedding lookup with a constant scale";
+  let description = [{
+    `result[b, t, :] = table[ids[b, t], :] * scale`. Ids outside the table
+    are clamped into it (the runtime rejects them before a call).
+
+    ```mlir
+    %e = tfm.embedding %ids, %table scale 8.0
+        : (tensor<?x?xi32>, tensor<8000x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_TokenIds:$ids, Tfm_Matrix:$table, F32Attr:$scale);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $ids `,` $table `scale` $scale attr-dict `:`
+    `(` type($ids) `,` type($table) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_PositionalEncodingOp : Tfm_Op<"positional_encoding",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adds sinusoidal position vectors";
+  let description = [{
+    `result[b, t, :] = input[b, t, :] + table[offset + t, :]`, where `table`
+    holds the sinusoidal encoding `pe[p, 2i] = sin(p / 10000^(2i/d))`,
+    `pe[p, 2i+1] = cos(...)` (computed once in double precision by the
+    runtime). `offset` (default 0) is the position of the first element,
+    e.g. the decoding step.
+
+    ```mlir
+    %x = tfm.positional_encoding %e, %pe offset %step
+        : tensor<?x?x64xf32>, tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input, Tfm_Matrix:$table,
+                       Optional<Index>:$offset);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $input `,` $table (`offset` $offset^)? attr-dict `:`
+    type($input) `,` type($table)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+  let summary = "y = act(x · Wᵀ + b)";
+  let description = [{
+    A fully connected layer over the last dimension with the weight in
+    `[out, in]` layout and a fused activation (`none`, `relu`, or `gelu` in
+    its exact erf form).
+
+    ```mlir
+    %h = tfm.linear relu %x, %w1, %b1
+        : tensor<?x?x64xf32>, tensor<128x64xf32>, tensor<128xf32>
+          -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activation:$activation, Tfm_Activations:$input,
+                       Tfm_Matrix:$weight, Tfm_Vector:$bias);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $weight `,` $bias attr-dict `:`
+    type($input) `,` type($weight) `,` type($bias) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AddOp : Tfm_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
+  let summary = "residual addition";
+  let description = [{
+    Elementwise `lhs + rhs`.
+
+    ```mlir
+    %r = tfm.add %x, %y : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$lhs, Tfm_Activations:$rhs);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     AllTypesMatch<["weight", "bias"]>]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * weight + bias` with the biased
+    variance of each row.
+
+    ```mlir
+    %n = tfm.layer_norm %x, %g, %b eps 1.0e-05
+        : tensor<?x?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input, Tfm_Vector:$weight,
+                       Tfm_Vector:$bias, F64Attr:$epsilon);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $epsilon attr-dict `:`
+    type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
+    [Pure, AllTypesMatch<["input", "residual", "result"]>,
+     AllTypesMatch<["weight", "bias"]>]> {
+  let summary = "fused residual addition and layer normalisation";
+  let description = [{
+    `layer_norm(input + residual)` in one pass over each row; produced by
+    `tfm-fuse-residual-layer-norm`.
+
+    ```mlir
+    %n = tfm.add_layer_norm %x, %res, %g, %b eps 1.0e-05
+        : tensor<?x?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input, Tfm_Activations:$residual,
+                       Tfm_Vector:$weight, Tfm_Vector:$bias, F64Attr:$epsilon);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $input `,` $residual `,` $weight `,` $bias `eps` $epsilon attr-dict `:`
+    type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
+    [AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "multi-head attention with projections, mask and KV cache";
+  let description = [{
+    Projects `query` with the query weights and `key_value` with the key and
+    value weights, splits the `d_model` columns into `heads` heads, computes
+    `softmax(q · kᵀ / sqrt(d_head))` under the mask per head, weights the
+    values, concatenates the heads and applies the output projection.
+
+    Mask kinds: `none`; `padding` (key `j` of row `b` is hidden when
+    `j >= key_lengths[b]`); `causal` (key `j` is hidden when it lies after
+    the query's position, and, with `key_lengths`, past the row's length).
+
+    With `cache(%k, %v) at %pos` (incremental decoding), the projected keys
+    and values of `key_value` are written into the runtime-owned caches
+    `[batch, capacity, d_model]` at positions `pos ..`, query `t` has
+    position `pos + t`, and attention runs over cache entries
+    `0 .. pos + len(key_value)`.
+
+    ```mlir
+    %a = tfm.multi_head_attention causal %x, %x
+        weights(%wq, %bq, %wk, %bk, %wv, %bv, %wo, %bo) heads 8
+        cache(%kc, %vc) at %step
+        : (tensor<?x1x512xf32>, tensor<?x1x512xf32>, tensor<512x512xf32>,
+           tensor<512xf32>, ..., memref<?x?x512xf32>, memref<?x?x512xf32>,
+           index) -> tensor<?x1x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_MaskKind:$mask_kind, Tfm_Activations:$query,
+                       Tfm_Activations:$key_value,
+                       Tfm_Matrix:$query_weight, Tfm_Vector:$query_bias,
+                       Tfm_Matrix:$key_weight, Tfm_Vector:$key_bias,
+                       Tfm_Matrix:$value_weight, Tfm_Vector:$value_bias,
+                       Tfm_Matrix:$output_weight, Tfm_Vector:$output_bias,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       Optional<Tfm_Lengths>:$key_lengths,
+                       Optional<Tfm_Cache>:$key_cache,
+                       Optional<Tfm_Cache>:$value_cache,
+                       Optional<Index>:$cache_position);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $mask_kind $query `,` $key_value
+    `weights` `(` $query_weight `,` $query_bias `,` $key_weight `,` $key_bias
+    `,` $value_weight `,` $value_bias `,` $output_weight `,` $output_bias `)`
+    `heads` $num_heads
+    (`key_lengths` `(` $key_lengths^ `)`)?
+    (`cache` `(` $key_cache^ `,` $value_cache `)`)?
+    (`at` $cache_position^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AttentionOp : Tfm_Op<"attention",
+    [AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "fused attention core: scores, mask, online softmax, values";
+  let description = [{
+    For every row `b`, head `h` and query `t`: the scores
+    `scale * q[b, t, h] · k[b, j, h]` over the visible keys, their softmax
+    and the weighted sum of `v[b, j, h]`, heads concatenated in order. The
+    mask is an index test (no mask tensor): keys `j >= kv_length` are never
+    visible; `padding` hides `j >= key_lengths[b]`; `causal` hides
+    `j > query_offset + t`. A query with no visible key yields zeros.
+    Keys and values are tensors or runtime-owned caches (memrefs) read in
+    place. The lowering computes the softmax online (running max and sum),
+    so no `[batch, heads, q_len, k_len]` buffer ever exists.
+
+    ```mlir
+    %o = tfm.attention padding %q, %k, %v heads 8 scale 0.125
+        key_lengths(%len)
+        : (tensor<?x1x512xf32>, tensor<?x?x512xf32>, tensor<?x?x512xf32>,
+           tensor<?xi32>) -> tensor<?x1x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_MaskKind:$mask_kind, Tfm_Activations:$query,
+                       Tfm_KeysOrCache:$key, Tfm_KeysOrCache:$value,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       F32Attr:$scale,
+                       Optional<Tfm_Lengths>:$key_lengths,
+                       Optional<Index>:$query_offset,
+                       Optional<Index>:$kv_length);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $mask_kind $query `,` $key `,` $value `heads` $num_heads `scale` $scale
+    (`key_lengths` `(` $key_lengths^ `)`)?
+    (`query_offset` `(` $query_offset^ `)`)?
+    (`kv_length` `(` $kv_length^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CacheWriteOp : Tfm_Op<"cache_write",
+    [MemoryEffects<[MemWrite]>]> {
+  let summary = "writes new keys or values into a KV cache";
+  let description = [{
+    `cache[b, position + t, :] = value[b, t, :]` for every row and step of
+    `value`. The cache is runtime-owned; its capacity bounds the positions.
+
+    ```mlir
+    tfm.cache_write %k, %cache[%step] : tensor<?x1x512xf32>, memref<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$value, Tfm_Cache:$cache,
+                       Index:$position);
+  let assemblyFormat = [{
+    $value `,` $cache `[` $position `]` attr-dict `:`
+    type($value) `,` type($cache)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // DIALECTS_TFM_IR_TFMOPS_TD

@@ -1,0 +1,41 @@
+//===- Model.h - a loaded, cross-checked model ------------------*- C++ -*-===//
+#ifndef FRONTENDS_MODEL_MODEL_H
+#define FRONTENDS_MODEL_MODEL_H
+
+#include "frontends/model/ModelDescription.h"
+#include "frontends/model/SafeTensors.h"
+#include "frontends/model/Vocabulary.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm::frontend {
+
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// Every tensor the architecture needs, in a fixed canonical order
+/// (encoder_embedding, decoder_embedding, encoder layers, encoder_norm if
+/// pre-norm, decoder layers, decoder_norm if pre-norm, linear), with shapes.
+std::vector<ExpectedTensor> expectedTensors(const Architecture &arch,
+                                            int64_t srcVocabSize,
+                                            int64_t tgtVocabSize);
+
+struct Model {
+  ModelDescription desc;
+  Vocabulary sourceVocab, targetVocab;
+  std::unique_ptr<SafeTensorsFile> weights;
+
+  const TensorView &weight(llvm::StringRef name) const; // must exist
+};
+
+/// parseModelDescription + vocab files + weights, cross-checked: missing or
+/// extra tensors, wrong shapes, vocab size != embedding rows, etc.
+llvm::Expected<Model> loadModel(llvm::StringRef jsonPath);
+
+} // namespace tfm::frontend
+
+#endif // FRONTENDS_MODEL_MODEL_H

@@ -1,0 +1,79 @@
+//===- ModelDescription.h - model.json (format tfm-model v1) ----*- C++ -*-===//
+//
+// The parsed, validated form of a model description file. See docs/model-format.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FRONTENDS_MODEL_MODELDESCRIPTION_H
+#define FRONTENDS_MODEL_MODELDESCRIPTION_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tfm::frontend {
+
+enum class Activation { Relu, Gelu };
+enum class NormPlacement { Post, Pre };
+
+llvm::StringRef stringifyActivation(Activation a);
+llvm::StringRef stringifyNormPlacement(NormPlacement n);
+
+struct Architecture {
+  int64_t dModel = 0;
+  int64_t numHeads = 0;
+  int64_t numEncoderLayers = 0;
+  int64_t numDecoderLayers = 0;
+  int64_t dFF = 0;
+  int64_t maxLen = 0;
+  Activation activation = Activation::Relu;
+  NormPlacement norm = NormPlacement::Post;
+  double layerNormEps = 1e-5;
+  bool embeddingScale = false;
+  // Only "sinusoidal" exists in version 1.
+  std::string positionalEncoding = "sinusoidal";
+
+  int64_t headDim() const { return dModel / numHeads; }
+};
+
+/// One side (source or target) of the model. Paths are absolute (resolved
+/// against the directory of the JSON file).
+struct SideSpec {
+  std::string vocabPath;
+  std::string tokenizer; // "char" | "word" | "sentencepiece"
+  std::string spmModelPath; // set iff tokenizer == "sentencepiece"
+};
+
+struct SpecialTokens {
+  int64_t pad = 0, bos = 1, eos = 2, unk = 3;
+};
+
+struct ModelDescription {
+  std::string jsonPath; // as given
+  std::string directory; // directory holding the JSON file
+  Architecture arch;
+  SideSpec source, target;
+  SpecialTokens special;
+  std::string weightsPath; // absolute
+};
+
+/// Parses and validates a model.json file (strict: unknown or missing fields,
+/// wrong types, out-of-range values are errors naming the field and file).
+/// Does not open the vocab or weight files.
+llvm::Expected<ModelDescription> parseModelDescription(llvm::StringRef path);
+
+/// Same, from an in-memory buffer; `path` is used for messages and to resolve
+/// relative paths.
+llvm::Expected<ModelDescription>
+parseModelDescriptionFromString(llvm::StringRef json, llvm::StringRef path);
+
+/// The dotted path of the first key that occurs twice in one object of the
+/// JSON text `json` (which must already have parsed), or std::nullopt.
+/// llvm::json::parse silently keeps the last of duplicate keys.
+std::optional<std::string> findDuplicateJsonKey(llvm::StringRef json);
+
+} // namespace tfm::frontend
+
+#endif // FRONTENDS_MODEL_MODELDESCRIPTION_H

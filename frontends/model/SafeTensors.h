@@ -1,0 +1,56 @@
+//===- SafeTensors.h - safetensors reader (mmap, zero-copy) -----*- C++ -*-===//
+#ifndef FRONTENDS_MODEL_SAFETENSORS_H
+#define FRONTENDS_MODEL_SAFETENSORS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm::frontend {
+
+/// A float32 view of one tensor. For F32 tensors `data` points into the
+/// memory-mapped file (zero copy; the file must be 4-byte aligned there,
+/// otherwise the tensor is copied); F16/BF16 tensors are converted on load
+/// into storage owned by the SafeTensorsFile.
+struct TensorView {
+  std::string name;
+  std::string dtype; // dtype as stored in the file: "F32", "F16", "BF16"
+  std::vector<int64_t> shape;
+  const float *data = nullptr;
+  int64_t numElements() const;
+};
+
+class SafeTensorsFile {
+public:
+  /// Opens and validates the file: header length within the file, valid JSON
+  /// header, supported dtypes, shape × dtype size == byte span, offsets inside
+  /// the data section, no overlapping spans. Errors name the file and tensor.
+  static llvm::Expected<std::unique_ptr<SafeTensorsFile>>
+  open(llvm::StringRef path);
+
+  ~SafeTensorsFile();
+  SafeTensorsFile(const SafeTensorsFile &) = delete;
+  SafeTensorsFile &operator=(const SafeTensorsFile &) = delete;
+
+  const std::string &path() const { return filePath; }
+  /// Tensors in file-offset order.
+  llvm::ArrayRef<TensorView> tensors() const { return views; }
+  /// nullptr when absent.
+  const TensorView *find(llvm::StringRef name) const;
+
+private:
+  SafeTensorsFile() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  std::string filePath;
+  std::vector<TensorView> views;
+};
+
+} // namespace tfm::frontend
+
+#endif // FRONTENDS_MODEL_SAFETENSORS_H
