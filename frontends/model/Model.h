@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace tfm::frontend {
+namespace tfmc::frontend {
 
 struct ExpectedTensor {
   std::string name;
@@ -36,6 +36,6 @@ struct Model {
 /// extra tensors, wrong shapes, vocab size != embedding rows, etc.
 llvm::Expected<Model> loadModel(llvm::StringRef jsonPath);
 
-} // namespace tfm::frontend
+} // namespace tfmc::frontend
 
 #endif // FRONTENDS_MODEL_MODEL_H

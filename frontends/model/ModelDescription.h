@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace tfm::frontend {
+namespace tfmc::frontend {
 
 enum class Activation { Relu, Gelu };
 enum class NormPlacement { Post, Pre };
@@ -74,6 +74,6 @@ parseModelDescriptionFromString(llvm::StringRef json, llvm::StringRef path);
 /// llvm::json::parse silently keeps the last of duplicate keys.
 std::optional<std::string> findDuplicateJsonKey(llvm::StringRef json);
 
-} // namespace tfm::frontend
+} // namespace tfmc::frontend
 
 #endif // FRONTENDS_MODEL_MODELDESCRIPTION_H

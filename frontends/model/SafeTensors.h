@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace tfm::frontend {
+namespace tfmc::frontend {
 
 /// A float32 view of one tensor. For F32 tensors `data` points into the
 /// memory-mapped file (zero copy; the file must be 4-byte aligned there,
@@ -51,6 +51,6 @@ private:
   std::vector<TensorView> views;
 };
 
-} // namespace tfm::frontend
+} // namespace tfmc::frontend
 
 #endif // FRONTENDS_MODEL_SAFETENSORS_H

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace tfm::frontend {
+namespace tfmc::frontend {
 
 class Vocabulary {
 public:
@@ -31,6 +31,6 @@ private:
   llvm::StringMap<int64_t> index;
 };
 
-} // namespace tfm::frontend
+} // namespace tfmc::frontend
 
 #endif // FRONTENDS_MODEL_VOCABULARY_H

@@ -1,0 +1,67 @@
+//===- EmitModel.cpp - a model's IR at any stage --------------------------===//
+#include "compiler/Pipelines/EmitModel.h"
+
+#include "compiler/JIT/HostTarget.h"
+#include "frontends/importer/Importer.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+llvm::Expected<std::string>
+mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
+                     llvm::StringRef dumpDir) {
+  MLIRContext context;
+  DialectRegistry registry;
+  registerPipelineDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module =
+      tfmc::frontend::importModel(context, model.desc.arch,
+                                  model.sourceVocab.size(),
+                                  model.targetVocab.size());
+  bool dumping = !dumpDir.empty();
+  Stage last = dumping ? Stage::Asm : stage;
+  Stage mlirLast = last < Stage::LLVM ? last : Stage::LLVM;
+  std::string result;
+  auto capture = [&](Stage s) {
+    if (s != stage)
+      return;
+    llvm::raw_string_ostream os(result);
+    module->print(os);
+  };
+  capture(Stage::Tfm);
+  for (int s = static_cast<int>(Stage::Fused); s <= static_cast<int>(mlirLast);
+       ++s) {
+    auto next = static_cast<Stage>(s);
+    if (llvm::Error e = lowerToStage(*module, static_cast<Stage>(s - 1), next,
+                                     PipelineOptions(), dumpDir))
+      return std::move(e);
+    capture(next);
+  }
+  CodegenOptions codegen;
+  if (last >= Stage::LLVMIR) {
+    auto ir = emitLLVMIR(*module, codegen);
+    if (!ir)
+      return ir.takeError();
+    if (dumping)
+      if (llvm::Error e = dumpStage(dumpDir, Stage::LLVMIR, "ll", *ir))
+        return std::move(e);
+    if (stage == Stage::LLVMIR)
+      result = std::move(*ir);
+  }
+  if (last >= Stage::Asm) {
+    auto assembly = emitAssembly(*module, codegen);
+    if (!assembly)
+      return assembly.takeError();
+    if (dumping)
+      if (llvm::Error e = dumpStage(dumpDir, Stage::Asm, "s", *assembly))
+        return std::move(e);
+    if (stage == Stage::Asm)
+      result = std::move(*assembly);
+  }
+  return result;
+}

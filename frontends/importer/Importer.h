@@ -1,0 +1,48 @@
+//===- Importer.h - model description -> tfm module -------------*- C++ -*-===//
+//
+// Builds the functions the runtime calls, in the `tfm` dialect:
+//   encode(src_ids, src_lengths, positional_table, weights...)
+//       -> (cross_key.L, cross_value.L for every decoder layer L)
+//   decode_step(tokens, step, src_lengths, positional_table,
+//               cross_key.L, cross_value.L..., self_key.L, self_value.L...,
+//               weights...) -> logits [batch, 1, target vocab]
+//   forward(src_ids, src_lengths, tgt_ids, tgt_lengths, positional_table,
+//           weights...) -> logits [batch, target length, target vocab]
+// Weights are function arguments tagged `tfm.weight = "<tensor name>"`;
+// inputs are tagged `tfm.input`, KV caches `tfm.cache`, results
+// `tfm.output`. Batch and sequence dimensions are dynamic.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FRONTENDS_IMPORTER_IMPORTER_H
+#define FRONTENDS_IMPORTER_IMPORTER_H
+
+#include "frontends/model/ModelDescription.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace tfmc::frontend {
+
+struct ImportOptions {
+  bool encode = true;
+  bool decodeStep = true;
+  bool forward = true;
+};
+
+/// Attribute names on function arguments and results.
+inline constexpr const char *kWeightAttr = "tfm.weight";
+inline constexpr const char *kInputAttr = "tfm.input";
+inline constexpr const char *kCacheAttr = "tfm.cache";
+inline constexpr const char *kOutputAttr = "tfm.output";
+
+/// The context must have the tfm, func, arith and tensor dialects loaded or
+/// registered.
+mlir::OwningOpRef<mlir::ModuleOp>
+importModel(mlir::MLIRContext &context, const Architecture &arch,
+            int64_t sourceVocabSize, int64_t targetVocabSize,
+            const ImportOptions &options = {});
+
+} // namespace tfmc::frontend
+
+#endif // FRONTENDS_IMPORTER_IMPORTER_H

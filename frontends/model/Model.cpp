@@ -1,0 +1,197 @@
+//===- Model.cpp - a loaded, cross-checked model --------------------------===//
+
+#include "frontends/model/Model.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cassert>
+
+using namespace llvm;
+
+namespace tfmc::frontend {
+
+namespace {
+
+void addLinear(std::vector<ExpectedTensor> &out, const std::string &prefix,
+               int64_t outFeatures, int64_t inFeatures) {
+  out.push_back({prefix + ".weight", {outFeatures, inFeatures}});
+  out.push_back({prefix + ".bias", {outFeatures}});
+}
+
+void addNorm(std::vector<ExpectedTensor> &out, const std::string &prefix,
+             int64_t d) {
+  out.push_back({prefix + ".weight", {d}});
+  out.push_back({prefix + ".bias", {d}});
+}
+
+void addAttention(std::vector<ExpectedTensor> &out, const std::string &prefix,
+                  int64_t d) {
+  for (const char *proj : {"query", "key", "value", "output"})
+    addLinear(out, prefix + "." + proj + "_linear", d, d);
+}
+
+void addFeedForward(std::vector<ExpectedTensor> &out, const std::string &prefix,
+                    const Architecture &arch) {
+  addLinear(out, prefix + ".feed_forward.linear1", arch.dFF, arch.dModel);
+  addLinear(out, prefix + ".feed_forward.linear2", arch.dModel, arch.dFF);
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << '[';
+  interleave(shape, os, ", ");
+  os << ']';
+  return s;
+}
+
+/// Embedding rows must equal the vocabulary size; checked before the generic
+/// shape check so the message names the vocabulary file.
+Error checkEmbeddingRows(const SafeTensorsFile &weights, StringRef tensor,
+                         StringRef side, StringRef vocabPath,
+                         int64_t vocabSize) {
+  const TensorView *view = weights.find(tensor);
+  if (!view || view->shape.size() != 2 || view->shape[0] == vocabSize)
+    return Error::success();
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("{0}: tensor '{1}' has {2} rows but the {3} vocabulary '{4}' "
+              "has {5} tokens",
+              weights.path(), tensor, view->shape[0], side, vocabPath,
+              vocabSize)
+          .str());
+}
+
+Error checkSpecialTokens(const ModelDescription &desc, const Model &model) {
+  std::pair<StringRef, int64_t> ids[] = {{"pad", desc.special.pad},
+                                         {"bos", desc.special.bos},
+                                         {"eos", desc.special.eos},
+                                         {"unk", desc.special.unk}};
+  std::tuple<StringRef, StringRef, int64_t> vocabs[] = {
+      {"source", desc.source.vocabPath, model.sourceVocab.size()},
+      {"target", desc.target.vocabPath, model.targetVocab.size()}};
+  for (auto [name, id] : ids)
+    for (auto [side, path, size] : vocabs)
+      if (id >= size)
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("{0}: field 'special_tokens.{1}': id {2} is out of range "
+                    "for the {3} vocabulary '{4}' ({5} tokens)",
+                    desc.jsonPath, name, id, side, path, size)
+                .str());
+  return Error::success();
+}
+
+} // namespace
+
+std::vector<ExpectedTensor> expectedTensors(const Architecture &arch,
+                                            int64_t srcVocabSize,
+                                            int64_t tgtVocabSize) {
+  int64_t d = arch.dModel;
+  bool pre = arch.norm == NormPlacement::Pre;
+  std::vector<ExpectedTensor> out;
+  out.push_back({"encoder_embedding.weight", {srcVocabSize, d}});
+  out.push_back({"decoder_embedding.weight", {tgtVocabSize, d}});
+  for (int64_t i = 0; i < arch.numEncoderLayers; ++i) {
+    std::string layer = "encoder_layers." + std::to_string(i);
+    addAttention(out, layer + ".self_attention", d);
+    addFeedForward(out, layer, arch);
+    addNorm(out, layer + ".norm1", d);
+    addNorm(out, layer + ".norm2", d);
+  }
+  if (pre)
+    addNorm(out, "encoder_norm", d);
+  for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
+    std::string layer = "decoder_layers." + std::to_string(i);
+    addAttention(out, layer + ".masked_self_attention", d);
+    addAttention(out, layer + ".enc_dec_attention", d);
+    addFeedForward(out, layer, arch);
+    addNorm(out, layer + ".norm1", d);
+    addNorm(out, layer + ".norm2", d);
+    addNorm(out, layer + ".norm3", d);
+  }
+  if (pre)
+    addNorm(out, "decoder_norm", d);
+  addLinear(out, "linear", tgtVocabSize, d);
+  return out;
+}
+
+const TensorView &Model::weight(StringRef name) const {
+  const TensorView *view = weights ? weights->find(name) : nullptr;
+  assert(view && "weight not in the model");
+  if (!view)
+    report_fatal_error(Twine("tfm: no weight named '") + name + "'");
+  return *view;
+}
+
+Expected<Model> loadModel(StringRef jsonPath) {
+  Model model;
+  Expected<ModelDescription> desc = parseModelDescription(jsonPath);
+  if (!desc)
+    return desc.takeError();
+  model.desc = std::move(*desc);
+  const ModelDescription &d = model.desc;
+
+  Expected<Vocabulary> src = Vocabulary::load(d.source.vocabPath);
+  if (!src)
+    return src.takeError();
+  model.sourceVocab = std::move(*src);
+  Expected<Vocabulary> tgt = Vocabulary::load(d.target.vocabPath);
+  if (!tgt)
+    return tgt.takeError();
+  model.targetVocab = std::move(*tgt);
+  if (Error err = checkSpecialTokens(d, model))
+    return std::move(err);
+
+  Expected<std::unique_ptr<SafeTensorsFile>> weights =
+      SafeTensorsFile::open(d.weightsPath);
+  if (!weights)
+    return weights.takeError();
+  model.weights = std::move(*weights);
+  const SafeTensorsFile &file = *model.weights;
+
+  if (Error err =
+          checkEmbeddingRows(file, "encoder_embedding.weight", "source",
+                             d.source.vocabPath, model.sourceVocab.size()))
+    return std::move(err);
+  if (Error err =
+          checkEmbeddingRows(file, "decoder_embedding.weight", "target",
+                             d.target.vocabPath, model.targetVocab.size()))
+    return std::move(err);
+
+  auto fail = [&](const Twine &message) -> Error {
+    return createStringError(inconvertibleErrorCode(),
+                             file.path() + ": " + message);
+  };
+  std::vector<ExpectedTensor> expected = expectedTensors(
+      d.arch, model.sourceVocab.size(), model.targetVocab.size());
+  StringSet<> expectedNames;
+  std::vector<StringRef> missing;
+  for (const ExpectedTensor &e : expected) {
+    expectedNames.insert(e.name);
+    const TensorView *view = file.find(e.name);
+    if (!view) {
+      missing.push_back(e.name);
+      continue;
+    }
+    if (view->shape != e.shape)
+      return fail("tensor '" + e.name + "': expected shape " +
+                  formatShape(e.shape) + ", got " + formatShape(view->shape));
+  }
+  if (!missing.empty()) {
+    std::string more =
+        missing.size() == 1
+            ? ""
+            : formatv(" (and {0} more)", missing.size() - 1).str();
+    return fail("missing tensor '" + missing.front() + "'" + more);
+  }
+  for (const TensorView &view : file.tensors())
+    if (!expectedNames.contains(view.name))
+      return fail("unexpected tensor '" + view.name + "'");
+  return model;
+}
+
+} // namespace tfmc::frontend

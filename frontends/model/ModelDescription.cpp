@@ -1,0 +1,398 @@
+//===- ModelDescription.cpp - model.json (format tfm-model v1) ------------===//
+//
+// A strict reader: every field is required (except "model" on a side that
+// does not use sentencepiece, where it is forbidden), unknown fields are
+// errors, and the first problem found is reported as one line naming the
+// file and the dotted field path.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/model/ModelDescription.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace llvm;
+
+namespace tfmc::frontend {
+
+StringRef stringifyActivation(Activation a) {
+  switch (a) {
+  case Activation::Relu:
+    return "relu";
+  case Activation::Gelu:
+    return "gelu";
+  }
+  llvm_unreachable("unknown activation");
+}
+
+StringRef stringifyNormPlacement(NormPlacement n) {
+  switch (n) {
+  case NormPlacement::Post:
+    return "post";
+  case NormPlacement::Pre:
+    return "pre";
+  }
+  llvm_unreachable("unknown norm placement");
+}
+
+namespace {
+
+/// Renders a JSON value for a "got ..." clause, shortened if long.
+std::string describe(const json::Value &v) {
+  std::string text = formatv("{0}", v).str();
+  if (text.size() > 40)
+    text = text.substr(0, 37) + "...";
+  return text;
+}
+
+/// Walks the JSON tree, remembering only the first error. Accessors return a
+/// harmless default after a failure so that callers can stay linear; the
+/// result is discarded when `failed()`.
+class DescriptionReader {
+public:
+  explicit DescriptionReader(StringRef file) : file(file) {}
+
+  bool failed() const { return error.has_value(); }
+  Error takeError() {
+    return createStringError(inconvertibleErrorCode(), *error);
+  }
+
+  void fail(const Twine &message) {
+    if (!error)
+      error = (file + ": " + message).str();
+  }
+  void failField(StringRef field, const Twine &message) {
+    fail("field '" + field + "': " + message);
+  }
+
+  /// Reports the first key of `obj` not in `allowed`.
+  void checkKeys(const json::Object &obj, StringRef prefix,
+                 ArrayRef<StringRef> allowed) {
+    // Sorted so that the report does not depend on hash order.
+    std::vector<std::string> keys;
+    for (const auto &kv : obj)
+      keys.push_back(kv.first.str());
+    llvm::sort(keys);
+    for (const std::string &key : keys)
+      if (!llvm::is_contained(allowed, StringRef(key)))
+        return fail("unknown field '" + join(prefix, key) + "'");
+  }
+
+  const json::Value *field(const json::Object &obj, StringRef prefix,
+                           StringRef key) {
+    if (const json::Value *v = obj.get(key))
+      return v;
+    fail("missing field '" + join(prefix, key) + "'");
+    return nullptr;
+  }
+
+  const json::Object *object(const json::Object &obj, StringRef prefix,
+                             StringRef key) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return nullptr;
+    if (const json::Object *o = v->getAsObject())
+      return o;
+    failField(join(prefix, key), "expected an object, got " + describe(*v));
+    return nullptr;
+  }
+
+  /// An integer >= `min`.
+  int64_t integer(const json::Object &obj, StringRef prefix, StringRef key,
+                  int64_t min) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return 0;
+    std::optional<int64_t> i =
+        v->kind() == json::Value::Number ? v->getAsInteger() : std::nullopt;
+    if (i && *i >= min)
+      return *i;
+    StringRef what = min > 0 ? "a positive integer" : "a non-negative integer";
+    failField(join(prefix, key), "expected " + what + ", got " + describe(*v));
+    return 0;
+  }
+
+  std::string string(const json::Object &obj, StringRef prefix, StringRef key) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return "";
+    std::optional<StringRef> s = v->getAsString();
+    if (s && !s->empty())
+      return s->str();
+    failField(join(prefix, key),
+              "expected a non-empty string, got " + describe(*v));
+    return "";
+  }
+
+  /// A string that must be one of `choices`.
+  std::string choice(const json::Object &obj, StringRef prefix, StringRef key,
+                     ArrayRef<StringRef> choices) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return "";
+    std::optional<StringRef> s = v->getAsString();
+    if (s && llvm::is_contained(choices, *s))
+      return s->str();
+    std::string expected;
+    for (auto [i, c] : llvm::enumerate(choices))
+      expected += (i == 0                    ? "\""
+                   : i + 1 == choices.size() ? " or \""
+                                             : ", \"") +
+                  c.str() + "\"";
+    failField(join(prefix, key),
+              "expected " + expected + ", got " + describe(*v));
+    return "";
+  }
+
+  bool boolean(const json::Object &obj, StringRef prefix, StringRef key) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return false;
+    if (std::optional<bool> b = v->getAsBoolean())
+      return *b;
+    failField(join(prefix, key), "expected true or false, got " + describe(*v));
+    return false;
+  }
+
+  double positiveNumber(const json::Object &obj, StringRef prefix,
+                        StringRef key) {
+    const json::Value *v = field(obj, prefix, key);
+    if (!v)
+      return 0;
+    std::optional<double> d = v->getAsNumber();
+    if (d && std::isfinite(*d) && *d > 0)
+      return *d;
+    failField(join(prefix, key),
+              "expected a positive number, got " + describe(*v));
+    return 0;
+  }
+
+  static std::string join(StringRef prefix, StringRef key) {
+    return prefix.empty() ? key.str() : (prefix + "." + key).str();
+  }
+
+private:
+  StringRef file;
+  std::optional<std::string> error;
+};
+
+/// `p` if absolute, else `dir`/`p`, with "." and ".." removed.
+std::string resolvePath(StringRef dir, StringRef p) {
+  SmallString<256> out;
+  if (sys::path::is_absolute(p)) {
+    out = p;
+  } else {
+    out = dir;
+    sys::path::append(out, p);
+  }
+  sys::path::remove_dots(out, /*remove_dot_dot=*/true);
+  return out.str().str();
+}
+
+void readArchitecture(DescriptionReader &r, const json::Object &obj,
+                      Architecture &arch) {
+  StringRef p = "architecture";
+  r.checkKeys(obj, p,
+              {"d_model", "num_heads", "num_encoder_layers",
+               "num_decoder_layers", "d_ff", "max_len", "activation", "norm",
+               "layer_norm_eps", "embedding_scale", "positional_encoding"});
+  arch.dModel = r.integer(obj, p, "d_model", 1);
+  arch.numHeads = r.integer(obj, p, "num_heads", 1);
+  arch.numEncoderLayers = r.integer(obj, p, "num_encoder_layers", 1);
+  arch.numDecoderLayers = r.integer(obj, p, "num_decoder_layers", 1);
+  arch.dFF = r.integer(obj, p, "d_ff", 1);
+  arch.maxLen = r.integer(obj, p, "max_len", 1);
+  arch.activation = r.choice(obj, p, "activation", {"relu", "gelu"}) == "gelu"
+                        ? Activation::Gelu
+                        : Activation::Relu;
+  arch.norm = r.choice(obj, p, "norm", {"post", "pre"}) == "pre"
+                  ? NormPlacement::Pre
+                  : NormPlacement::Post;
+  arch.layerNormEps = r.positiveNumber(obj, p, "layer_norm_eps");
+  arch.embeddingScale = r.boolean(obj, p, "embedding_scale");
+  arch.positionalEncoding =
+      r.choice(obj, p, "positional_encoding", {"sinusoidal"});
+  if (r.failed())
+    return;
+  if (arch.dModel % arch.numHeads != 0)
+    r.failField("architecture.num_heads",
+                formatv("architecture.num_heads ({0}) does not divide "
+                        "architecture.d_model ({1})",
+                        arch.numHeads, arch.dModel)
+                    .str());
+}
+
+void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
+              StringRef dir, SideSpec &side) {
+  r.checkKeys(obj, p, {"vocab", "tokenizer", "model"});
+  side.vocabPath = resolvePath(dir, r.string(obj, p, "vocab"));
+  side.tokenizer =
+      r.choice(obj, p, "tokenizer", {"char", "word", "sentencepiece"});
+  if (r.failed())
+    return;
+  bool isSpm = side.tokenizer == "sentencepiece";
+  if (!obj.get("model")) {
+    if (isSpm)
+      r.fail("missing field '" + DescriptionReader::join(p, "model") +
+             "' (required by tokenizer \"sentencepiece\")");
+    return;
+  }
+  if (!isSpm) {
+    r.failField(DescriptionReader::join(p, "model"),
+                "only allowed with tokenizer \"sentencepiece\", not \"" +
+                    side.tokenizer + "\"");
+    return;
+  }
+  side.spmModelPath = resolvePath(dir, r.string(obj, p, "model"));
+}
+
+void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
+                       SpecialTokens &special) {
+  StringRef p = "special_tokens";
+  r.checkKeys(obj, p, {"pad", "bos", "eos", "unk"});
+  special.pad = r.integer(obj, p, "pad", 0);
+  special.bos = r.integer(obj, p, "bos", 0);
+  special.eos = r.integer(obj, p, "eos", 0);
+  special.unk = r.integer(obj, p, "unk", 0);
+  if (r.failed())
+    return;
+  std::pair<StringRef, int64_t> ids[] = {{"pad", special.pad},
+                                         {"bos", special.bos},
+                                         {"eos", special.eos},
+                                         {"unk", special.unk}};
+  for (size_t i = 0; i < std::size(ids); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (ids[i].second == ids[j].second)
+        return r.failField(DescriptionReader::join(p, ids[i].first),
+                           formatv("id {0} is also used by "
+                                   "'special_tokens.{1}'",
+                                   ids[i].second, ids[j].first)
+                               .str());
+}
+
+} // namespace
+
+std::optional<std::string> findDuplicateJsonKey(StringRef json) {
+  struct Frame {
+    bool isObject;
+    std::string path;
+    StringSet<> keys;
+    std::string lastKey;
+  };
+  std::vector<Frame> stack;
+  bool expectKey = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      while (end < json.size() && json[end] != '"')
+        end += json[end] == '\\' ? 2 : 1;
+      StringRef text = json.slice(i + 1, end);
+      i = end;
+      if (!expectKey || stack.empty())
+        continue;
+      Frame &frame = stack.back();
+      std::string key = DescriptionReader::join(frame.path, text);
+      if (!frame.keys.insert(text).second)
+        return key;
+      frame.lastKey = std::move(key);
+      expectKey = false;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      std::string path;
+      if (!stack.empty())
+        path = stack.back().isObject ? stack.back().lastKey
+                                     : stack.back().path + "[]";
+      stack.push_back({c == '{', std::move(path), {}, ""});
+      expectKey = c == '{';
+    } else if ((c == '}' || c == ']') && !stack.empty()) {
+      stack.pop_back();
+      expectKey = false;
+    } else if (c == ',' && !stack.empty()) {
+      expectKey = stack.back().isObject;
+    }
+  }
+  return std::nullopt;
+}
+
+Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
+                                                           StringRef path) {
+  Expected<json::Value> root = json::parse(json);
+  if (!root)
+    return createStringError(
+        inconvertibleErrorCode(),
+        path + ": invalid JSON: " + toString(root.takeError()));
+  if (std::optional<std::string> key = findDuplicateJsonKey(json))
+    return createStringError(inconvertibleErrorCode(),
+                             path + ": duplicate field '" + *key + "'");
+
+  ModelDescription desc;
+  desc.jsonPath = path.str();
+  SmallString<256> dir(sys::path::parent_path(path));
+  if (dir.empty())
+    dir = ".";
+  if (std::error_code ec = sys::fs::make_absolute(dir))
+    return createStringError(inconvertibleErrorCode(),
+                             path +
+                                 ": cannot resolve directory: " + ec.message());
+  sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+  desc.directory = dir.str().str();
+
+  DescriptionReader r(path);
+  const json::Object *top = root->getAsObject();
+  if (!top) {
+    r.fail("expected a JSON object at top level, got " + describe(*root));
+    return r.takeError();
+  }
+  r.checkKeys(*top, "",
+              {"format", "version", "architecture", "source", "target",
+               "special_tokens", "weights"});
+  if (const json::Value *format = r.field(*top, "", "format")) {
+    std::optional<StringRef> s = format->getAsString();
+    if (!s || *s != "tfm-model")
+      r.failField("format", "expected \"tfm-model\", got " + describe(*format));
+  }
+  if (const json::Value *version = r.field(*top, "", "version")) {
+    std::optional<int64_t> v = version->getAsInteger();
+    if (!v || *v != 1)
+      r.failField("version", "unsupported version " + describe(*version) +
+                                 " (expected 1)");
+  }
+  if (const json::Object *o = r.object(*top, "", "architecture"))
+    readArchitecture(r, *o, desc.arch);
+  if (const json::Object *o = r.object(*top, "", "source"))
+    readSide(r, *o, "source", desc.directory, desc.source);
+  if (const json::Object *o = r.object(*top, "", "target"))
+    readSide(r, *o, "target", desc.directory, desc.target);
+  if (const json::Object *o = r.object(*top, "", "special_tokens"))
+    readSpecialTokens(r, *o, desc.special);
+  std::string weights = r.string(*top, "", "weights");
+  if (r.failed())
+    return r.takeError();
+  desc.weightsPath = resolvePath(desc.directory, weights);
+  return desc;
+}
+
+Expected<ModelDescription> parseModelDescription(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return createStringError(
+        inconvertibleErrorCode(),
+        path + ": cannot open file: " + buffer.getError().message());
+  return parseModelDescriptionFromString((*buffer)->getBuffer(), path);
+}
+
+} // namespace tfmc::frontend

@@ -1,0 +1,329 @@
+//===- SafeTensors.cpp - safetensors reader (mmap, zero-copy) -------------===//
+//
+// Layout: u64 little-endian header length N, N bytes of JSON header, then the
+// data section. Tensor offsets in the header are relative to the data section.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/model/SafeTensors.h"
+
+#include "frontends/model/ModelDescription.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SwapByteOrder.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace llvm;
+
+namespace tfmc::frontend {
+
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+struct SafeTensorsFile::Impl {
+  std::unique_ptr<MemoryBuffer> buffer;
+  std::vector<std::unique_ptr<float[]>> owned;
+  StringMap<size_t> byName;
+};
+
+SafeTensorsFile::~SafeTensorsFile() = default;
+
+const TensorView *SafeTensorsFile::find(StringRef name) const {
+  auto it = impl->byName.find(name);
+  return it == impl->byName.end() ? nullptr : &views[it->second];
+}
+
+namespace {
+
+/// IEEE 754 binary16 -> binary32, exact for every input (subnormals become
+/// normal floats; infinities and NaNs keep their sign and payload).
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  } else {
+    // Zero or subnormal: mantissa * 2^-24, exactly representable in float.
+    float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// bfloat16 is the upper half of a binary32.
+float bfloat16ToFloat(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+int64_t dtypeSize(StringRef dtype) {
+  if (dtype == "F32")
+    return 4;
+  if (dtype == "F16" || dtype == "BF16")
+    return 2;
+  return 0;
+}
+
+std::string formatList(ArrayRef<int64_t> values) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << '[';
+  interleave(values, os, ", ");
+  os << ']';
+  return s;
+}
+
+std::string describe(const json::Value &v) {
+  std::string text = formatv("{0}", v).str();
+  if (text.size() > 40)
+    text = text.substr(0, 37) + "...";
+  return text;
+}
+
+/// A list of non-negative integers, or nullopt.
+std::optional<std::vector<int64_t>> readIndices(const json::Value &v) {
+  const json::Array *array = v.getAsArray();
+  if (!array)
+    return std::nullopt;
+  std::vector<int64_t> out;
+  for (const json::Value &e : *array) {
+    std::optional<int64_t> i =
+        e.kind() == json::Value::Number ? e.getAsInteger() : std::nullopt;
+    if (!i || *i < 0)
+      return std::nullopt;
+    out.push_back(*i);
+  }
+  return out;
+}
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t begin = 0, end = 0;
+};
+
+class HeaderReader {
+public:
+  HeaderReader(StringRef path, int64_t dataSize)
+      : path(path), dataSize(dataSize) {}
+
+  Error fail(const Twine &message) const {
+    return createStringError(inconvertibleErrorCode(), path + ": " + message);
+  }
+  Error failTensor(StringRef name, const Twine &message) const {
+    return fail("tensor '" + name + "': " + message);
+  }
+
+  Error readMetadata(const json::Value &v) const {
+    const json::Object *obj = v.getAsObject();
+    bool ok = obj && llvm::all_of(*obj, [](const auto &kv) {
+                return kv.second.kind() == json::Value::String;
+              });
+    if (!ok)
+      return fail("'__metadata__' must map strings to strings, got " +
+                  describe(v));
+    return Error::success();
+  }
+
+  Expected<Entry> readEntry(StringRef name, const json::Value &v) const {
+    const json::Object *obj = v.getAsObject();
+    if (!obj)
+      return failTensor(name, "expected an object, got " + describe(v));
+    for (const auto &kv : *obj)
+      if (kv.first != "dtype" && kv.first != "shape" &&
+          kv.first != "data_offsets")
+        return failTensor(name, "unknown field '" + kv.first + "'");
+    for (StringRef key : {"dtype", "shape", "data_offsets"})
+      if (!obj->get(key))
+        return failTensor(name, "missing field '" + key + "'");
+
+    Entry e;
+    e.name = name.str();
+    const json::Value &dtype = *obj->get("dtype");
+    std::optional<StringRef> dtypeName = dtype.getAsString();
+    if (!dtypeName)
+      return failTensor(name, "dtype must be a string, got " + describe(dtype));
+    if (dtypeSize(*dtypeName) == 0)
+      return failTensor(name, "unsupported dtype '" + *dtypeName +
+                                  "' (expected F32, F16 or BF16)");
+    e.dtype = dtypeName->str();
+
+    const json::Value &shape = *obj->get("shape");
+    std::optional<std::vector<int64_t>> dims = readIndices(shape);
+    if (!dims)
+      return failTensor(name,
+                        "shape must be a list of non-negative integers, got " +
+                            describe(shape));
+    e.shape = std::move(*dims);
+
+    const json::Value &offsets = *obj->get("data_offsets");
+    std::optional<std::vector<int64_t>> span = readIndices(offsets);
+    if (!span || span->size() != 2 || (*span)[0] > (*span)[1])
+      return failTensor(name, "data_offsets must be [begin, end] with "
+                              "0 <= begin <= end, got " +
+                                  describe(offsets));
+    e.begin = (*span)[0];
+    e.end = (*span)[1];
+    if (e.end > dataSize)
+      return failTensor(name, formatv("data_offsets {0} outside the data "
+                                      "section ({1} bytes)",
+                                      formatList(*span), dataSize)
+                                  .str());
+
+    int64_t bytes = dtypeSize(e.dtype);
+    for (int64_t d : e.shape)
+      if (__builtin_mul_overflow(bytes, d, &bytes))
+        return failTensor(name,
+                          "shape " + formatList(e.shape) + " is too large");
+    if (bytes != e.end - e.begin)
+      return failTensor(name,
+                        formatv("shape {0} with dtype {1} needs {2} bytes, "
+                                "but data_offsets {3} span {4}",
+                                formatList(e.shape), e.dtype, bytes,
+                                formatList(*span), e.end - e.begin)
+                            .str());
+    return e;
+  }
+
+private:
+  StringRef path;
+  int64_t dataSize;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<SafeTensorsFile>>
+SafeTensorsFile::open(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(path, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false,
+                            /*IsVolatile=*/false);
+  if (!buffer)
+    return createStringError(
+        inconvertibleErrorCode(),
+        path + ": cannot open file: " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  auto fail = [&](const Twine &message) -> Error {
+    return createStringError(inconvertibleErrorCode(), path + ": " + message);
+  };
+  if (bytes.size() < 8)
+    return fail(formatv("file is too short for a safetensors header "
+                        "({0} bytes)",
+                        bytes.size())
+                    .str());
+  uint64_t headerSize = support::endian::read64le(bytes.data());
+  if (headerSize > bytes.size() - 8)
+    return fail(formatv("header length {0} exceeds the file size "
+                        "({1} bytes)",
+                        headerSize, bytes.size())
+                    .str());
+  Expected<json::Value> header = json::parse(bytes.substr(8, headerSize));
+  if (!header)
+    return fail("invalid JSON header: " + toString(header.takeError()));
+  if (std::optional<std::string> key =
+          findDuplicateJsonKey(bytes.substr(8, headerSize)))
+    return fail("duplicate key '" + *key + "' in the header");
+  const json::Object *entries = header->getAsObject();
+  if (!entries)
+    return fail("header is not a JSON object, got " + describe(*header));
+
+  size_t dataStart = 8 + headerSize;
+  HeaderReader reader(path, static_cast<int64_t>(bytes.size() - dataStart));
+  // Names sorted so that the first error reported does not depend on hashing.
+  std::vector<StringRef> names;
+  for (const auto &kv : *entries)
+    names.push_back(kv.first);
+  llvm::sort(names);
+  std::vector<Entry> tensors;
+  for (StringRef name : names) {
+    const json::Value &value = *entries->get(name);
+    if (name == "__metadata__") {
+      if (Error err = reader.readMetadata(value))
+        return std::move(err);
+      continue;
+    }
+    Expected<Entry> e = reader.readEntry(name, value);
+    if (!e)
+      return e.takeError();
+    tensors.push_back(std::move(*e));
+  }
+  llvm::sort(tensors, [](const Entry &a, const Entry &b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+
+  // Sorted by begin: a span overlaps an earlier one iff it starts before the
+  // furthest end seen so far. Empty spans hold no bytes and never overlap.
+  const Entry *furthest = nullptr;
+  for (const Entry &e : tensors) {
+    if (e.begin == e.end)
+      continue;
+    if (furthest && e.begin < furthest->end)
+      return fail(formatv("tensors '{0}' and '{1}' overlap: "
+                          "data_offsets {2} and {3}",
+                          furthest->name, e.name,
+                          formatList({furthest->begin, furthest->end}),
+                          formatList({e.begin, e.end}))
+                      .str());
+    if (!furthest || e.end > furthest->end)
+      furthest = &e;
+  }
+
+  std::unique_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  file->filePath = path.str();
+  file->impl = std::make_unique<Impl>();
+  Impl &impl = *file->impl;
+  for (const Entry &e : tensors) {
+    TensorView view;
+    view.name = e.name;
+    view.dtype = e.dtype;
+    view.shape = e.shape;
+    int64_t n = view.numElements();
+    const char *src = bytes.data() + dataStart + e.begin;
+    bool aligned = reinterpret_cast<uintptr_t>(src) % alignof(float) == 0;
+    if (e.dtype == "F32" && aligned && !sys::IsBigEndianHost) {
+      view.data = reinterpret_cast<const float *>(src);
+    } else {
+      auto storage = std::make_unique<float[]>(n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (e.dtype == "F32") {
+          uint32_t bits = support::endian::read32le(src + 4 * i);
+          std::memcpy(&storage[i], &bits, sizeof(float));
+        } else if (e.dtype == "F16") {
+          storage[i] = halfToFloat(support::endian::read16le(src + 2 * i));
+        } else {
+          storage[i] = bfloat16ToFloat(support::endian::read16le(src + 2 * i));
+        }
+      }
+      view.data = storage.get();
+      impl.owned.push_back(std::move(storage));
+    }
+    impl.byName[view.name] = file->views.size();
+    file->views.push_back(std::move(view));
+  }
+  impl.buffer = std::move(*buffer);
+  return file;
+}
+
+} // namespace tfmc::frontend

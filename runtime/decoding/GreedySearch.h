@@ -1,0 +1,27 @@
+//===- GreedySearch.h - greedy decoding -------------------------*- C++ -*-===//
+#ifndef RUNTIME_DECODING_GREEDYSEARCH_H
+#define RUNTIME_DECODING_GREEDYSEARCH_H
+
+#include "runtime/decoding/IncrementalDecoder.h"
+
+#include <vector>
+
+namespace tfmc::runtime {
+
+/// Decodes every slot of `decoder` (slot i = batch row i) greedily: the
+/// argmax of each step's logits over all tokens but pad and bos (and eos
+/// while fewer than minLength tokens are out), lowest id on ties. A row
+/// stops at eos or after maxLength tokens (eos included); finished rows are
+/// dropped from the batch. Outputs exclude bos and eos.
+std::vector<std::vector<int32_t>> greedySearch(IncrementalDecoder &decoder,
+                                               const SearchOptions &options,
+                                               const SpecialIds &special);
+
+/// The best allowed token of one row of logits (shared with beam search
+/// tests): skips pad and bos, and eos when `allowEos` is false.
+int32_t bestToken(const float *logits, int64_t vocab, const SpecialIds &special,
+                  bool allowEos);
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_DECODING_GREEDYSEARCH_H

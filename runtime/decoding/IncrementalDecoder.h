@@ -1,0 +1,40 @@
+//===- IncrementalDecoder.h - what a search strategy drives -----*- C++ -*-===//
+#ifndef RUNTIME_DECODING_INCREMENTALDECODER_H
+#define RUNTIME_DECODING_INCREMENTALDECODER_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+
+namespace tfmc::runtime {
+
+/// A batch being decoded one token at a time. Slots 0..activeSlots()-1 hold
+/// the hypotheses still being extended; each has its own KV cache.
+class IncrementalDecoder {
+public:
+  virtual ~IncrementalDecoder() = default;
+  virtual int64_t vocabSize() const = 0;
+  virtual int64_t activeSlots() const = 0;
+  /// Feeds one token per active slot at the next position; returns the
+  /// logits [activeSlots, vocabSize], valid until the next call.
+  virtual const float *step(llvm::ArrayRef<int32_t> tokens) = 0;
+  /// Rebuilds the active set: new slot i continues old slot sources[i].
+  /// Sources may repeat (beam search) and the set may shrink.
+  virtual void reorder(llvm::ArrayRef<int64_t> sources) = 0;
+};
+
+struct SpecialIds {
+  int32_t pad = 0, bos = 1, eos = 2, unk = 3;
+};
+
+struct SearchOptions {
+  int64_t maxLength = 256;
+  int64_t minLength = 0;
+  int64_t beamSize = 1;
+  double lengthPenalty = 1.0;
+  int64_t nBest = 1;
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_DECODING_INCREMENTALDECODER_H

@@ -1,0 +1,52 @@
+//===- Buffer.h - 64-byte aligned runtime-owned storage ---------*- C++ -*-===//
+#ifndef RUNTIME_SESSION_BUFFER_H
+#define RUNTIME_SESSION_BUFFER_H
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include "llvm/Support/ErrorHandling.h"
+
+namespace tfmc::runtime {
+
+/// A zero-initialised array of T aligned to a cache line, sized once.
+template <typename T>
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(size_t count) { resize(count); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  Buffer(Buffer &&other) noexcept { *this = std::move(other); }
+  Buffer &operator=(Buffer &&other) noexcept {
+    std::swap(ptr, other.ptr);
+    std::swap(count, other.count);
+    return *this;
+  }
+  ~Buffer() { std::free(ptr); }
+
+  void resize(size_t n) {
+    std::free(ptr);
+    size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
+    ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
+    if (!ptr)
+      llvm::report_bad_alloc_error("tfmc: out of memory");
+    std::memset(ptr, 0, bytes);
+    count = n;
+  }
+
+  T *data() { return ptr; }
+  const T *data() const { return ptr; }
+  size_t size() const { return count; }
+  T &operator[](size_t i) { return ptr[i]; }
+  const T &operator[](size_t i) const { return ptr[i]; }
+
+private:
+  T *ptr = nullptr;
+  size_t count = 0;
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_BUFFER_H

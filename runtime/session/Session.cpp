@@ -1,0 +1,321 @@
+//===- Session.cpp - a loaded, compiled model ready to run ----------------===//
+#include "runtime/session/Session.h"
+
+#include "runtime/decoding/GreedySearch.h"
+#include "runtime/session/Buffer.h"
+#include "runtime/session/CallFrame.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace tfmc;
+using namespace tfmc::runtime;
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// One call frame per compiled function, with weights and the positional
+/// table bound once.
+struct Session::Frames {
+  CallFrame encode, decodeStep, forward;
+  explicit Frames(const CompiledModel &m)
+      : encode(m.encode()), decodeStep(m.decodeStep()), forward(m.forward()) {}
+};
+
+static void bindConstants(CallFrame &frame, const frontend::Model &model,
+                          const std::vector<float> &positionalTable) {
+  const frontend::Architecture &arch = model.desc.arch;
+  for (size_t i = 0; i < frame.function().args.size(); ++i) {
+    const ArgSpec &arg = frame.function().args[i];
+    if (arg.kind == ArgSpec::Kind::Weight) {
+      const frontend::TensorView &w = model.weight(arg.name);
+      frame.bind(static_cast<int>(i), w.data, w.shape);
+    } else if (arg.name == "positional_table") {
+      frame.bind(static_cast<int>(i), positionalTable.data(),
+                 {arch.maxLen, arch.dModel});
+    }
+  }
+}
+
+/// pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(...), in double.
+static std::vector<float> sinusoidalTable(int64_t maxLen, int64_t d) {
+  std::vector<float> table(maxLen * d);
+  for (int64_t p = 0; p < maxLen; ++p) {
+    for (int64_t i = 0; i < d; i += 2) {
+      double angle = double(p) / std::pow(10000.0, double(i) / double(d));
+      table[p * d + i] = static_cast<float>(std::sin(angle));
+      if (i + 1 < d)
+        table[p * d + i + 1] = static_cast<float>(std::cos(angle));
+    }
+  }
+  return table;
+}
+
+llvm::Expected<std::unique_ptr<Session>>
+Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
+  auto model = frontend::loadModel(modelPath);
+  if (!model)
+    return model.takeError();
+  std::unique_ptr<Session> session(new Session(std::move(*model)));
+  const frontend::Model &m = session->loaded;
+  CompileOptions compileOptions;
+  compileOptions.dumpDir = options.dumpDir;
+  auto compiled =
+      CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
+                             m.targetVocab.size(), compileOptions);
+  if (!compiled)
+    return compiled.takeError();
+  session->compiledModel = std::move(*compiled);
+  session->positionalTable =
+      sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
+  session->frames = std::make_unique<Frames>(*session->compiledModel);
+  for (CallFrame *f : {&session->frames->encode, &session->frames->decodeStep,
+                       &session->frames->forward})
+    bindConstants(*f, m, session->positionalTable);
+  return std::move(session);
+}
+
+Session::Session(frontend::Model model) : loaded(std::move(model)) {}
+Session::~Session() = default;
+
+SpecialIds Session::specialIds() const {
+  const frontend::SpecialTokens &s = loaded.desc.special;
+  return {static_cast<int32_t>(s.pad), static_cast<int32_t>(s.bos),
+          static_cast<int32_t>(s.eos), static_cast<int32_t>(s.unk)};
+}
+
+int64_t Session::maxSourceTokens() const { return loaded.desc.arch.maxLen - 1; }
+
+llvm::Error Session::checkIds(const TokenRows &rows, int64_t vocab,
+                              llvm::StringRef what) const {
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int32_t id : rows[r])
+      if (id < 0 || id >= vocab)
+        return error(llvm::formatv(
+            "{0} row {1}: token id {2} is outside the vocabulary (size {3})",
+            what, r, id, vocab));
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// Right-padded source batch: ids + eos, truncated to max_len tokens.
+struct SourceBatch {
+  int64_t rows = 0, length = 0;
+  Buffer<int32_t> ids;
+  Buffer<int32_t> lengths;
+};
+
+SourceBatch padSources(const TokenRows &sources, int64_t maxTokens,
+                       const SpecialIds &special) {
+  SourceBatch batch;
+  batch.rows = static_cast<int64_t>(sources.size());
+  for (const auto &s : sources)
+    batch.length = std::max<int64_t>(
+        batch.length, std::min<int64_t>(s.size(), maxTokens) + 1);
+  batch.ids.resize(batch.rows * batch.length);
+  batch.lengths.resize(batch.rows);
+  for (int64_t r = 0; r < batch.rows; ++r) {
+    int64_t n = std::min<int64_t>(sources[r].size(), maxTokens);
+    int32_t *row = batch.ids.data() + r * batch.length;
+    std::fill(row, row + batch.length, special.pad);
+    std::copy(sources[r].begin(), sources[r].begin() + n, row);
+    row[n] = special.eos;
+    batch.lengths[r] = static_cast<int32_t>(n + 1);
+  }
+  return batch;
+}
+
+} // namespace
+
+llvm::Expected<Logits> Session::forward(const TokenRows &sources,
+                                        const TokenRows &targets) {
+  if (sources.size() != targets.size())
+    return error(llvm::formatv("{0} source rows but {1} target rows",
+                               sources.size(), targets.size()));
+  if (sources.empty())
+    return error("no rows to run");
+  if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
+    return std::move(e);
+  if (llvm::Error e = checkIds(targets, loaded.targetVocab.size(), "target"))
+    return std::move(e);
+  const frontend::Architecture &arch = loaded.desc.arch;
+  SpecialIds special = specialIds();
+  SourceBatch src = padSources(sources, maxSourceTokens(), special);
+  int64_t rows = src.rows, steps = 0;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    if (targets[r].empty())
+      return error(llvm::formatv("target row {0} is empty (it must start "
+                                 "with bos)",
+                                 r));
+    if (static_cast<int64_t>(targets[r].size()) > arch.maxLen)
+      return error(llvm::formatv(
+          "target row {0} has {1} tokens, more than max_len ({2})", r,
+          targets[r].size(), arch.maxLen));
+    steps = std::max<int64_t>(steps, targets[r].size());
+  }
+  Buffer<int32_t> tgtIds(rows * steps), tgtLengths(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(tgtIds.data() + r * steps, tgtIds.data() + (r + 1) * steps,
+              special.pad);
+    std::copy(targets[r].begin(), targets[r].end(), tgtIds.data() + r * steps);
+    tgtLengths[r] = static_cast<int32_t>(targets[r].size());
+  }
+  Logits logits;
+  logits.batch = rows;
+  logits.steps = steps;
+  logits.vocab = loaded.targetVocab.size();
+  logits.values.assign(rows * steps * logits.vocab, 0.0f);
+  CallFrame &f = frames->forward;
+  f.bind("src_ids", src.ids.data(), {rows, src.length});
+  f.bind("src_lengths", src.lengths.data(), {rows});
+  f.bind("tgt_ids", tgtIds.data(), {rows, steps});
+  f.bind("tgt_lengths", tgtLengths.data(), {rows});
+  f.bind("logits", logits.values.data(), {rows, steps, logits.vocab});
+  f.call();
+  return logits;
+}
+
+namespace tfmc::runtime {
+
+/// Per-batch decoder state: cross-attention keys/values from the encoder and
+/// self-attention KV caches, all sized once for the batch.
+class BatchDecoder : public IncrementalDecoder {
+public:
+  BatchDecoder(Session &session, SourceBatch source, int64_t maxSteps)
+      : session(session), frame(session.frames->decodeStep),
+        src(std::move(source)), capacity(std::max<int64_t>(maxSteps, 1)) {
+    const frontend::Architecture &arch = session.loaded.desc.arch;
+    layers = arch.numDecoderLayers;
+    dModel = arch.dModel;
+    vocab = session.loaded.targetVocab.size();
+    active = src.rows;
+    for (int64_t l = 0; l < 2 * layers; ++l) {
+      cross.emplace_back(src.rows * src.length * dModel);
+      self.emplace_back(src.rows * capacity * dModel);
+    }
+    tokens.resize(src.rows);
+    logits.resize(src.rows * vocab);
+  }
+
+  void encode() {
+    CallFrame &f = session.frames->encode;
+    f.bind("src_ids", src.ids.data(), {src.rows, src.length});
+    f.bind("src_lengths", src.lengths.data(), {src.rows});
+    for (int64_t l = 0; l < layers; ++l) {
+      std::string n = std::to_string(l);
+      f.bind("cross_key." + n, cross[2 * l].data(),
+             {src.rows, src.length, dModel});
+      f.bind("cross_value." + n, cross[2 * l + 1].data(),
+             {src.rows, src.length, dModel});
+    }
+    f.call();
+  }
+
+  int64_t vocabSize() const override { return vocab; }
+  int64_t activeSlots() const override { return active; }
+
+  const float *step(llvm::ArrayRef<int32_t> next) override {
+    std::copy(next.begin(), next.end(), tokens.data());
+    frame.bind("tokens", tokens.data(), {active, 1});
+    frame.bindScalar("step", position);
+    frame.bind("src_lengths", src.lengths.data(), {active});
+    for (int64_t l = 0; l < layers; ++l) {
+      std::string n = std::to_string(l);
+      frame.bind("cross_key." + n, cross[2 * l].data(),
+                 {active, src.length, dModel});
+      frame.bind("cross_value." + n, cross[2 * l + 1].data(),
+                 {active, src.length, dModel});
+      frame.bind("self_key." + n, self[2 * l].data(),
+                 {active, capacity, dModel});
+      frame.bind("self_value." + n, self[2 * l + 1].data(),
+                 {active, capacity, dModel});
+    }
+    frame.bind("logits", logits.data(), {active, 1, vocab});
+    frame.call();
+    ++position;
+    return logits.data();
+  }
+
+  void reorder(llvm::ArrayRef<int64_t> sources) override {
+    auto n = static_cast<int64_t>(sources.size());
+    bool inPlace = true;
+    for (int64_t i = 0; i < n; ++i)
+      inPlace &= sources[i] >= i;
+    // Sources never precede their destination in the greedy compaction, so
+    // rows can move in place front to back; repeats (beams) go through a
+    // copy of the old state.
+    std::vector<int64_t> seen(active, 0);
+    for (int64_t s : sources)
+      inPlace &= ++seen[s] == 1;
+    int64_t crossRow = src.length * dModel, selfRow = capacity * dModel;
+    int64_t selfUsed = position * dModel;
+    auto move = [&](std::vector<Buffer<float>> &buffers, int64_t rowSize,
+                    int64_t used) {
+      for (Buffer<float> &buffer : buffers) {
+        if (inPlace) {
+          for (int64_t i = 0; i < n; ++i)
+            if (sources[i] != i)
+              std::memcpy(buffer.data() + i * rowSize,
+                          buffer.data() + sources[i] * rowSize,
+                          used * sizeof(float));
+          continue;
+        }
+        Buffer<float> copy(buffer.size());
+        for (int64_t i = 0; i < n; ++i)
+          std::memcpy(copy.data() + i * rowSize,
+                      buffer.data() + sources[i] * rowSize,
+                      used * sizeof(float));
+        buffer = std::move(copy);
+      }
+    };
+    move(cross, crossRow, crossRow);
+    move(self, selfRow, selfUsed);
+    std::vector<int32_t> lengths(src.lengths.data(),
+                                 src.lengths.data() + active);
+    for (int64_t i = 0; i < n; ++i)
+      src.lengths[i] = lengths[sources[i]];
+    active = n;
+  }
+
+private:
+  Session &session;
+  CallFrame &frame;
+  SourceBatch src;
+  int64_t capacity, layers = 0, dModel = 0, vocab = 0, active = 0;
+  int64_t position = 0;
+  // [2 * layer + {0: keys, 1: values}]
+  std::vector<Buffer<float>> cross, self;
+  Buffer<int32_t> tokens;
+  Buffer<float> logits;
+};
+
+} // namespace tfmc::runtime
+
+llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+Session::startDecoding(const TokenRows &sources, int64_t maxSteps) {
+  if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
+    return std::move(e);
+  auto decoder = std::make_unique<BatchDecoder>(
+      *this, padSources(sources, maxSourceTokens(), specialIds()), maxSteps);
+  decoder->encode();
+  return std::move(decoder);
+}
+
+llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
+                                             const SearchOptions &options) {
+  if (sources.empty())
+    return TokenRows();
+  SearchOptions effective = options;
+  // Decoder positions 0 .. maxLength-1 must have positional encodings.
+  effective.maxLength =
+      std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
+  auto decoder = startDecoding(sources, effective.maxLength);
+  if (!decoder)
+    return decoder.takeError();
+  return greedySearch(**decoder, effective, specialIds());
+}

@@ -1,0 +1,78 @@
+//===- Session.h - a loaded, compiled model ready to run --------*- C++ -*-===//
+#ifndef RUNTIME_SESSION_SESSION_H
+#define RUNTIME_SESSION_SESSION_H
+
+#include "frontends/model/Model.h"
+#include "runtime/decoding/IncrementalDecoder.h"
+#include "runtime/session/CompiledModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfmc::runtime {
+
+struct SessionOptions {
+  /// Write every IR stage of the compiled model to this directory.
+  std::string dumpDir;
+  /// Threads for compiled code and oneDNN.
+  int threads = 1;
+};
+
+/// Teacher-forced logits [batch, steps, vocab], row-major.
+struct Logits {
+  int64_t batch = 0, steps = 0, vocab = 0;
+  std::vector<float> values;
+};
+
+using TokenRows = std::vector<std::vector<int32_t>>;
+
+class Session {
+public:
+  /// Loads and validates the model file, compiles and JIT-links its
+  /// functions and binds its weights.
+  static llvm::Expected<std::unique_ptr<Session>>
+  open(llvm::StringRef modelPath, const SessionOptions &options = {});
+  ~Session();
+
+  const frontend::Model &model() const { return loaded; }
+  const CompiledModel &compiled() const { return *compiledModel; }
+  SpecialIds specialIds() const;
+  /// The most source tokens kept before eos (max_len - 1); longer sources
+  /// are truncated.
+  int64_t maxSourceTokens() const;
+
+  /// Teacher-forced logits. `sources` hold token ids (eos is appended here,
+  /// after truncation); `targets` start with bos.
+  llvm::Expected<Logits> forward(const TokenRows &sources,
+                                 const TokenRows &targets);
+
+  /// Decodes a batch of sources (token ids, eos appended here) with greedy
+  /// search. Each row's result is independent of the other rows.
+  llvm::Expected<TokenRows> translate(const TokenRows &sources,
+                                      const SearchOptions &options);
+
+  /// Runs the encoder on `sources` and returns a decoder whose slots are
+  /// the rows, with KV caches for `maxSteps` positions.
+  llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+  startDecoding(const TokenRows &sources, int64_t maxSteps);
+
+private:
+  explicit Session(frontend::Model model);
+  llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
+                       llvm::StringRef what) const;
+
+  friend class BatchDecoder;
+  frontend::Model loaded;
+  std::unique_ptr<CompiledModel> compiledModel;
+  std::vector<float> positionalTable;
+  struct Frames;
+  std::unique_ptr<Frames> frames;
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_SESSION_H

@@ -1,0 +1,123 @@
+//===- Translator.cpp - line-oriented translation of a stream -------------===//
+#include "runtime/session/Translator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <string>
+
+using namespace tfmc;
+using namespace tfmc::runtime;
+
+llvm::Expected<std::vector<int32_t>>
+tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab) {
+  std::vector<int32_t> ids;
+  llvm::SmallVector<llvm::StringRef> fields;
+  line.split(fields, ' ', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef field : fields) {
+    field = field.trim();
+    if (field.empty())
+      continue;
+    int64_t id;
+    if (field.getAsInteger(10, id))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "'%s' is not a token id",
+                                     field.str().c_str());
+    if (id < 0 || id >= vocab)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "token id %lld is outside the source vocabulary (size %lld)",
+          static_cast<long long>(id), static_cast<long long>(vocab));
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+namespace {
+
+/// A batch of input lines: the decodable ones go to the model, the others
+/// keep their place as empty output lines.
+struct PendingLine {
+  bool decode = false;
+  std::vector<int32_t> ids;
+};
+
+void writeIds(llvm::raw_ostream &out, llvm::ArrayRef<int32_t> ids) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    out << (i ? " " : "") << ids[i];
+  out << "\n";
+}
+
+} // namespace
+
+llvm::Expected<TranslateStats>
+tfmc::runtime::translateStream(Session &session, std::istream &in,
+                               llvm::raw_ostream &out,
+                               llvm::raw_ostream &diagnostics,
+                               const TranslateOptions &options) {
+  if (!options.ids)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "text input needs the model's tokenizers, which tfmc does not "
+        "provide yet; pass --ids and token ids");
+  TranslateStats stats;
+  int64_t vocab = session.model().sourceVocab.size();
+  int64_t maxTokens = session.maxSourceTokens();
+  std::vector<PendingLine> batch;
+  auto flush = [&]() -> llvm::Error {
+    TokenRows sources;
+    for (PendingLine &p : batch)
+      if (p.decode)
+        sources.push_back(p.ids);
+    auto outputs = session.translate(sources, options.search);
+    if (!outputs)
+      return outputs.takeError();
+    size_t next = 0;
+    for (PendingLine &p : batch) {
+      if (!p.decode) {
+        out << "\n";
+        continue;
+      }
+      const std::vector<int32_t> &ids = (*outputs)[next++];
+      stats.generatedTokens += static_cast<int64_t>(ids.size());
+      writeIds(out, ids);
+    }
+    out.flush();
+    batch.clear();
+    return llvm::Error::success();
+  };
+
+  std::string line;
+  while (std::getline(in, line)) {
+    ++stats.lines;
+    llvm::StringRef text(line);
+    text = text.rtrim("\r");
+    PendingLine pending;
+    if (!text.trim().empty()) {
+      auto ids = parseIdLine(text, vocab);
+      if (!ids) {
+        ++stats.badLines;
+        diagnostics << llvm::formatv("error: input line {0}: {1}\n",
+                                     stats.lines,
+                                     llvm::toString(ids.takeError()));
+      } else {
+        pending.decode = true;
+        pending.ids = std::move(*ids);
+        if (static_cast<int64_t>(pending.ids.size()) > maxTokens) {
+          ++stats.truncatedLines;
+          diagnostics << llvm::formatv(
+              "warning: input line {0}: {1} tokens, truncated to {2} "
+              "(max_len {3} with eos)\n",
+              stats.lines, pending.ids.size(), maxTokens, maxTokens + 1);
+        }
+      }
+    }
+    batch.push_back(std::move(pending));
+    if (static_cast<int64_t>(batch.size()) >= options.batchSize)
+      if (llvm::Error e = flush())
+        return std::move(e);
+  }
+  if (!batch.empty())
+    if (llvm::Error e = flush())
+      return std::move(e);
+  return stats;
+}

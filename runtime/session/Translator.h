@@ -1,0 +1,44 @@
+//===- Translator.h - line-oriented translation of a stream -----*- C++ -*-===//
+#ifndef RUNTIME_SESSION_TRANSLATOR_H
+#define RUNTIME_SESSION_TRANSLATOR_H
+
+#include "runtime/session/Session.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <istream>
+
+namespace tfmc::runtime {
+
+struct TranslateOptions {
+  SearchOptions search;
+  /// Lines decoded together.
+  int64_t batchSize = 32;
+  /// Lines are space-separated token ids in and out (no tokenizer).
+  bool ids = false;
+};
+
+struct TranslateStats {
+  int64_t lines = 0;
+  int64_t badLines = 0;
+  int64_t truncatedLines = 0;
+  int64_t generatedTokens = 0;
+};
+
+/// Parses one line of space-separated token ids, each in [0, vocab).
+llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
+                                                 int64_t vocab);
+
+/// Reads one sentence per line from `in` and writes exactly one line per
+/// input line to `out`, in order, flushing after each batch. A bad line is
+/// reported on `diagnostics` with its 1-based number and yields an empty
+/// output line; it never stops or shifts the rest.
+llvm::Expected<TranslateStats> translateStream(Session &session,
+                                               std::istream &in,
+                                               llvm::raw_ostream &out,
+                                               llvm::raw_ostream &diagnostics,
+                                               const TranslateOptions &options);
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_TRANSLATOR_H

@@ -1,0 +1,331 @@
+//===- ModelDescriptionTest.cpp - model.json parsing and validation -------===//
+
+#include "TestFiles.h"
+
+#include "frontends/model/ModelDescription.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include "gtest/gtest.h"
+
+using namespace llvm;
+using namespace tfmc::frontend;
+using namespace tfmc::frontend::test;
+
+namespace {
+
+constexpr const char *kPath = "m/model.json";
+
+Expected<ModelDescription>
+parseEdited(function_ref<void(json::Object &)> edit = {}) {
+  json::Object obj = tinyDescription();
+  if (edit)
+    edit(obj);
+  return parseModelDescriptionFromString(toText(obj), kPath);
+}
+
+json::Object &sub(json::Object &obj, StringRef key) {
+  return *obj.getObject(key);
+}
+
+/// The error message of a failed parse ("" if it succeeded).
+std::string errorOf(function_ref<void(json::Object &)> edit) {
+  Expected<ModelDescription> desc = parseEdited(edit);
+  if (desc)
+    return "";
+  return toString(desc.takeError());
+}
+
+std::string currentDir() {
+  SmallString<256> cwd;
+  sys::fs::current_path(cwd);
+  return cwd.str().str();
+}
+
+TEST(ModelDescriptionTest, ParsesValidDescription) {
+  Expected<ModelDescription> desc = parseEdited();
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  const Architecture &a = desc->arch;
+  EXPECT_EQ(a.dModel, 4);
+  EXPECT_EQ(a.numHeads, 2);
+  EXPECT_EQ(a.headDim(), 2);
+  EXPECT_EQ(a.numEncoderLayers, 1);
+  EXPECT_EQ(a.numDecoderLayers, 2);
+  EXPECT_EQ(a.dFF, 8);
+  EXPECT_EQ(a.maxLen, 16);
+  EXPECT_EQ(a.activation, Activation::Relu);
+  EXPECT_EQ(a.norm, NormPlacement::Post);
+  EXPECT_DOUBLE_EQ(a.layerNormEps, 1e-5);
+  EXPECT_FALSE(a.embeddingScale);
+  EXPECT_EQ(a.positionalEncoding, "sinusoidal");
+  EXPECT_EQ(desc->source.tokenizer, "char");
+  EXPECT_EQ(desc->target.tokenizer, "word");
+  EXPECT_EQ(desc->source.spmModelPath, "");
+  EXPECT_EQ(desc->special.pad, 0);
+  EXPECT_EQ(desc->special.bos, 1);
+  EXPECT_EQ(desc->special.eos, 2);
+  EXPECT_EQ(desc->special.unk, 3);
+  EXPECT_EQ(desc->jsonPath, kPath);
+}
+
+TEST(ModelDescriptionTest, ParsesAlternativeEnumValues) {
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    sub(o, "architecture")["activation"] = "gelu";
+    sub(o, "architecture")["norm"] = "pre";
+    sub(o, "architecture")["embedding_scale"] = true;
+    sub(o, "architecture")["layer_norm_eps"] = 1;
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_EQ(desc->arch.activation, Activation::Gelu);
+  EXPECT_EQ(desc->arch.norm, NormPlacement::Pre);
+  EXPECT_TRUE(desc->arch.embeddingScale);
+  EXPECT_DOUBLE_EQ(desc->arch.layerNormEps, 1.0);
+}
+
+TEST(ModelDescriptionTest, Stringify) {
+  EXPECT_EQ(stringifyActivation(Activation::Relu), "relu");
+  EXPECT_EQ(stringifyActivation(Activation::Gelu), "gelu");
+  EXPECT_EQ(stringifyNormPlacement(NormPlacement::Post), "post");
+  EXPECT_EQ(stringifyNormPlacement(NormPlacement::Pre), "pre");
+}
+
+TEST(ModelDescriptionTest, ResolvesRelativePathsAgainstJsonDirectory) {
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    sub(o, "target")["vocab"] = "../shared/tgt.vocab";
+    o["weights"] = "/abs/dir/w.safetensors";
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  std::string cwd = currentDir();
+  EXPECT_EQ(desc->directory, cwd + "/m");
+  EXPECT_EQ(desc->source.vocabPath, cwd + "/m/src.vocab");
+  EXPECT_EQ(desc->target.vocabPath, cwd + "/shared/tgt.vocab");
+  EXPECT_EQ(desc->weightsPath, "/abs/dir/w.safetensors");
+}
+
+TEST(ModelDescriptionTest, ReadsFileFromDisk) {
+  TempDir dir;
+  std::string path = dir.write("sub/model.json", toText(tinyDescription()));
+  Expected<ModelDescription> desc = parseModelDescription(path);
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_EQ(desc->jsonPath, path);
+  EXPECT_EQ(desc->directory, dir.file("sub"));
+  EXPECT_EQ(desc->source.vocabPath, dir.file("sub/src.vocab"));
+  EXPECT_EQ(desc->weightsPath, dir.file("sub/model.safetensors"));
+}
+
+TEST(ModelDescriptionTest, MissingFile) {
+  TempDir dir;
+  std::string path = dir.file("nope.json");
+  Expected<ModelDescription> desc = parseModelDescription(path);
+  ASSERT_FALSE(bool(desc));
+  EXPECT_EQ(toString(desc.takeError()),
+            path + ": cannot open file: No such file or directory");
+}
+
+TEST(ModelDescriptionTest, InvalidJson) {
+  Expected<ModelDescription> desc = parseModelDescriptionFromString(
+      "{\n  \"format\": \"tfm-model\",,\n}", kPath);
+  ASSERT_FALSE(bool(desc));
+  std::string msg = toString(desc.takeError());
+  EXPECT_EQ(msg.rfind("m/model.json: invalid JSON: [2:", 0), 0u) << msg;
+}
+
+TEST(ModelDescriptionTest, DuplicateFields) {
+  Expected<ModelDescription> desc = parseModelDescriptionFromString(
+      R"({"weights": "a", "weights": "b"})", kPath);
+  ASSERT_FALSE(bool(desc));
+  EXPECT_EQ(toString(desc.takeError()),
+            "m/model.json: duplicate field 'weights'");
+  desc = parseModelDescriptionFromString(
+      R"({"x": [{"a": 1}, {"a": 2}], "architecture": {"n": {"k": 1},
+          "d_model": 4, "d_model": 8}})",
+      kPath);
+  ASSERT_FALSE(bool(desc));
+  EXPECT_EQ(toString(desc.takeError()),
+            "m/model.json: duplicate field 'architecture.d_model'");
+}
+
+TEST(ModelDescriptionTest, FindDuplicateJsonKey) {
+  EXPECT_EQ(findDuplicateJsonKey(R"({"a": {"b": 1, "c": "b"}, "b": [1]})"),
+            std::nullopt);
+  EXPECT_EQ(findDuplicateJsonKey(R"({"a\"b": 1, "q": [{"x": {}, "x": 2}]})"),
+            "q[].x");
+  EXPECT_EQ(findDuplicateJsonKey(R"([{"k": "v"}, {"k": "v", "k": 1}])"),
+            "[].k");
+}
+
+TEST(ModelDescriptionTest, TopLevelNotObject) {
+  Expected<ModelDescription> desc =
+      parseModelDescriptionFromString("[1, 2]", kPath);
+  ASSERT_FALSE(bool(desc));
+  EXPECT_EQ(toString(desc.takeError()),
+            "m/model.json: expected a JSON object at top level, got [1,2]");
+}
+
+TEST(ModelDescriptionTest, UnknownFields) {
+  EXPECT_EQ(errorOf([](json::Object &o) { o["extra"] = 1; }),
+            "m/model.json: unknown field 'extra'");
+  EXPECT_EQ(errorOf([](json::Object &o) { sub(o, "architecture")["foo"] = 1; }),
+            "m/model.json: unknown field 'architecture.foo'");
+  EXPECT_EQ(errorOf([](json::Object &o) { sub(o, "source")["lang"] = "de"; }),
+            "m/model.json: unknown field 'source.lang'");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "special_tokens")["mask"] = 4; }),
+      "m/model.json: unknown field 'special_tokens.mask'");
+}
+
+TEST(ModelDescriptionTest, MissingFields) {
+  const char *topLevel[] = {"format", "version", "architecture",
+                            "source", "target",  "special_tokens",
+                            "weights"};
+  for (const char *key : topLevel)
+    EXPECT_EQ(errorOf([&](json::Object &o) { o.erase(key); }),
+              std::string("m/model.json: missing field '") + key + "'");
+  const char *arch[] = {"d_model",
+                        "num_heads",
+                        "num_encoder_layers",
+                        "num_decoder_layers",
+                        "d_ff",
+                        "max_len",
+                        "activation",
+                        "norm",
+                        "layer_norm_eps",
+                        "embedding_scale",
+                        "positional_encoding"};
+  for (const char *key : arch)
+    EXPECT_EQ(
+        errorOf([&](json::Object &o) { sub(o, "architecture").erase(key); }),
+        std::string("m/model.json: missing field 'architecture.") + key + "'");
+  EXPECT_EQ(errorOf([](json::Object &o) { sub(o, "source").erase("vocab"); }),
+            "m/model.json: missing field 'source.vocab'");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "target").erase("tokenizer"); }),
+      "m/model.json: missing field 'target.tokenizer'");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "special_tokens").erase("unk"); }),
+      "m/model.json: missing field 'special_tokens.unk'");
+}
+
+TEST(ModelDescriptionTest, WrongTypes) {
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["d_model"] = "abc";
+            }),
+            "m/model.json: field 'architecture.d_model': expected a positive "
+            "integer, got \"abc\"");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "architecture")["d_ff"] = 2.5; }),
+      "m/model.json: field 'architecture.d_ff': expected a positive "
+      "integer, got 2.5");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["embedding_scale"] = "yes";
+            }),
+            "m/model.json: field 'architecture.embedding_scale': expected "
+            "true or false, got \"yes\"");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["layer_norm_eps"] = "small";
+            }),
+            "m/model.json: field 'architecture.layer_norm_eps': expected a "
+            "positive number, got \"small\"");
+  EXPECT_EQ(errorOf([](json::Object &o) { o["architecture"] = 5; }),
+            "m/model.json: field 'architecture': expected an object, got 5");
+  EXPECT_EQ(errorOf([](json::Object &o) { o["weights"] = json::Array{}; }),
+            "m/model.json: field 'weights': expected a non-empty string, got "
+            "[]");
+  EXPECT_EQ(errorOf([](json::Object &o) { sub(o, "source")["vocab"] = ""; }),
+            "m/model.json: field 'source.vocab': expected a non-empty string, "
+            "got \"\"");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "special_tokens")["pad"] = "0"; }),
+      "m/model.json: field 'special_tokens.pad': expected a "
+      "non-negative integer, got \"0\"");
+}
+
+TEST(ModelDescriptionTest, OutOfRangeValues) {
+  for (const char *key : {"d_model", "num_heads", "num_encoder_layers",
+                          "num_decoder_layers", "d_ff", "max_len"}) {
+    EXPECT_EQ(
+        errorOf([&](json::Object &o) { sub(o, "architecture")[key] = 0; }),
+        std::string("m/model.json: field 'architecture.") + key +
+            "': expected a positive integer, got 0");
+  }
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["num_encoder_layers"] = -1;
+            }),
+            "m/model.json: field 'architecture.num_encoder_layers': expected "
+            "a positive integer, got -1");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["layer_norm_eps"] = 0;
+            }),
+            "m/model.json: field 'architecture.layer_norm_eps': expected a "
+            "positive number, got 0");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "special_tokens")["bos"] = -1; }),
+      "m/model.json: field 'special_tokens.bos': expected a "
+      "non-negative integer, got -1");
+}
+
+TEST(ModelDescriptionTest, BadEnumValues) {
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["activation"] = "tanh";
+            }),
+            "m/model.json: field 'architecture.activation': expected \"relu\" "
+            "or \"gelu\", got \"tanh\"");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "architecture")["norm"] = "mid"; }),
+      "m/model.json: field 'architecture.norm': expected \"post\" or "
+      "\"pre\", got \"mid\"");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["positional_encoding"] = "learned";
+            }),
+            "m/model.json: field 'architecture.positional_encoding': expected "
+            "\"sinusoidal\", got \"learned\"");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "source")["tokenizer"] = "bpe"; }),
+      "m/model.json: field 'source.tokenizer': expected \"char\", "
+      "\"word\" or \"sentencepiece\", got \"bpe\"");
+  EXPECT_EQ(errorOf([](json::Object &o) { o["format"] = "onnx"; }),
+            "m/model.json: field 'format': expected \"tfm-model\", got "
+            "\"onnx\"");
+  EXPECT_EQ(errorOf([](json::Object &o) { o["version"] = 2; }),
+            "m/model.json: field 'version': unsupported version 2 (expected "
+            "1)");
+}
+
+TEST(ModelDescriptionTest, HeadsMustDivideDModel) {
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["d_model"] = 64;
+              sub(o, "architecture")["num_heads"] = 3;
+            }),
+            "m/model.json: field 'architecture.num_heads': "
+            "architecture.num_heads (3) does not divide architecture.d_model "
+            "(64)");
+}
+
+TEST(ModelDescriptionTest, SentencePieceModelField) {
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    sub(o, "target")["tokenizer"] = "sentencepiece";
+    sub(o, "target")["model"] = "spm/t.model";
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_EQ(desc->target.spmModelPath, currentDir() + "/m/spm/t.model");
+
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "source")["tokenizer"] = "sentencepiece";
+            }),
+            "m/model.json: missing field 'source.model' (required by "
+            "tokenizer \"sentencepiece\")");
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "source")["model"] = "x.model"; }),
+      "m/model.json: field 'source.model': only allowed with tokenizer "
+      "\"sentencepiece\", not \"char\"");
+}
+
+TEST(ModelDescriptionTest, SpecialTokensMustBeDistinct) {
+  EXPECT_EQ(
+      errorOf([](json::Object &o) { sub(o, "special_tokens")["eos"] = 1; }),
+      "m/model.json: field 'special_tokens.eos': id 1 is also used by "
+      "'special_tokens.bos'");
+}
+
+} // namespace
