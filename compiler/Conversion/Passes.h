@@ -17,6 +17,12 @@ namespace mlir::tfm {
 /// Patterns lowering tfm ops (with converted memref operands) to loops.
 void populateTfmToLoopsPatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
+/// Patterns lowering tfm.linear to calls of the runtime's library kernel.
+void populateTfmToLibraryCallPatterns(TypeConverter &converter,
+                                      RewritePatternSet &patterns);
+
+/// Name of the runtime's linear-layer kernel (C interface).
+inline constexpr const char *kLinearKernel = "tfm_rt_linear";
 
 #define GEN_PASS_REGISTRATION
 #include "compiler/Conversion/Passes.h.inc"

@@ -15,7 +15,16 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
     with the mask as a loop bound and an online softmax (running maximum
     and sum), so no score matrix is ever stored. Intermediate buffers are
     allocated in the function and freed before it returns.
+
+    With `use-library-calls`, `tfm.linear` becomes a call of the runtime's
+    `tfm_rt_linear` (C interface; oneDNN matmul with bias and activation)
+    and every other op still becomes loops.
   }];
+  let options = [
+    Option<"useLibraryCalls", "use-library-calls", "bool", "false",
+           "Lower linear layers to calls of the runtime's library kernel "
+           "(tfm_rt_linear, oneDNN matmul) instead of loops">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",

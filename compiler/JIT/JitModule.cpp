@@ -1,11 +1,14 @@
 //===- JitModule.cpp - LLVM-dialect module compiled in process ------------===//
 #include "compiler/JIT/JitModule.h"
 
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+
 using namespace mlir;
 using namespace mlir::tfm;
 
 llvm::Expected<std::unique_ptr<JitModule>>
-JitModule::create(ModuleOp llvmDialectModule, const CodegenOptions &options) {
+JitModule::create(ModuleOp llvmDialectModule, const CodegenOptions &options,
+                  llvm::ArrayRef<std::pair<std::string, void *>> symbols) {
   auto tm = createHostTargetMachine();
   if (!tm)
     return tm.takeError();
@@ -20,6 +23,14 @@ JitModule::create(ModuleOp llvmDialectModule, const CodegenOptions &options) {
       ExecutionEngine::create(llvmDialectModule, engineOptions, std::move(*tm));
   if (!engine)
     return engine.takeError();
+  if (!symbols.empty())
+    (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      for (const auto &[name, address] : symbols)
+        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                               llvm::JITSymbolFlags::Exported};
+      return map;
+    });
   return std::unique_ptr<JitModule>(new JitModule(std::move(*engine)));
 }
 

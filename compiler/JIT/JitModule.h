@@ -22,8 +22,11 @@ public:
   /// scalar).
   using PackedFunction = void (*)(void **);
 
+  /// Compiles `llvmDialectModule`; `symbols` are host functions the module
+  /// calls (e.g. runtime kernels), resolved by name.
   static llvm::Expected<std::unique_ptr<JitModule>>
-  create(ModuleOp llvmDialectModule, const CodegenOptions &options = {});
+  create(ModuleOp llvmDialectModule, const CodegenOptions &options = {},
+         llvm::ArrayRef<std::pair<std::string, void *>> symbols = {});
 
   /// The packed C-interface entry of function `name` of the source module.
   llvm::Expected<PackedFunction> lookup(llvm::StringRef name) const;

@@ -13,7 +13,7 @@ using namespace mlir::tfm;
 
 llvm::Expected<std::string>
 mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
-                     llvm::StringRef dumpDir) {
+                     llvm::StringRef dumpDir, const PipelineOptions &options) {
   MLIRContext context;
   DialectRegistry registry;
   registerPipelineDialects(registry);
@@ -38,7 +38,7 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
        ++s) {
     auto next = static_cast<Stage>(s);
     if (llvm::Error e = lowerToStage(*module, static_cast<Stage>(s - 1), next,
-                                     PipelineOptions(), dumpDir))
+                                     options, dumpDir))
       return std::move(e);
     capture(next);
   }

@@ -15,7 +15,8 @@ namespace mlir::tfm {
 /// (MLIR, LLVM IR or host assembly). With `dumpDir`, writes every stage of
 /// the whole ladder there (NN-stage.mlir, 05-llvmir.ll, 06-asm.s).
 llvm::Expected<std::string> emitModel(const tfmc::frontend::Model &model,
-                                      Stage stage, llvm::StringRef dumpDir);
+                                      Stage stage, llvm::StringRef dumpDir,
+                                      const PipelineOptions &options = {});
 
 } // namespace mlir::tfm
 

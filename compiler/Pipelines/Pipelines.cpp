@@ -60,8 +60,10 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
 }
 
 void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
-                                   const PipelineOptions &) {
-  pm.addPass(createTfmToLoops());
+                                   const PipelineOptions &options) {
+  TfmToLoopsOptions loops;
+  loops.useLibraryCalls = options.useLibraryCalls;
+  pm.addPass(createTfmToLoops(loops));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -28,6 +28,9 @@ std::optional<Stage> parseStage(llvm::StringRef name);
 struct PipelineOptions {
   /// Verify the IR after each pass (on in tests and by default).
   bool verifyEach = true;
+  /// Lower linear layers to the runtime's library kernel (oneDNN) instead
+  /// of loops. Only for modules the runtime executes.
+  bool useLibraryCalls = false;
 };
 
 /// tfm -> fused: attention split into projections and the fused core,

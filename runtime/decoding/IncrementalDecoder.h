@@ -3,6 +3,7 @@
 #define RUNTIME_DECODING_INCREMENTALDECODER_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 
@@ -21,6 +22,9 @@ public:
   /// Rebuilds the active set: new slot i continues old slot sources[i].
   /// Sources may repeat (beam search) and the set may shrink.
   virtual void reorder(llvm::ArrayRef<int64_t> sources) = 0;
+  /// A failure of a step (a kernel error), reported once the search ends;
+  /// the search itself always terminates.
+  virtual llvm::Error takeError() { return llvm::Error::success(); }
 };
 
 struct SpecialIds {

@@ -1,6 +1,8 @@
 //===- CallFrame.cpp - arguments of one compiled function -----------------===//
 #include "runtime/session/CallFrame.h"
 
+#include "runtime/kernels/KernelAbi.h"
+
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace tfmc::runtime;
@@ -70,11 +72,17 @@ void CallFrame::bindScalar(llvm::StringRef name, int64_t value) {
   bound[index] = true;
 }
 
-void CallFrame::call() {
+llvm::Error CallFrame::call() {
   for (size_t i = 0; i < bound.size(); ++i)
     if (!bound[i])
       llvm::report_fatal_error("tfmc: argument '" +
                                llvm::Twine(fn.args[i].name) + "' of '" +
                                fn.name + "' is not bound");
   fn.entry(packed.data());
+  std::string error = takeKernelError();
+  if (!error.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "in '%s': %s", fn.name.c_str(),
+                                   error.c_str());
+  return llvm::Error::success();
 }

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
 
 #include <vector>
 
@@ -28,8 +29,9 @@ public:
   void bind(llvm::StringRef name, const void *data,
             llvm::ArrayRef<int64_t> shape);
   void bindScalar(llvm::StringRef name, int64_t value);
-  /// Calls the function; every argument must have been bound.
-  void call();
+  /// Calls the function; every argument must have been bound. Fails when a
+  /// library kernel reported an error during the call.
+  llvm::Error call();
 
   const CompiledFunction &function() const { return fn; }
 

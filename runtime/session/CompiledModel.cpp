@@ -4,6 +4,7 @@
 #include "compiler/JIT/JitModule.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "frontends/importer/Importer.h"
+#include "runtime/kernels/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -75,6 +76,10 @@ CompiledModel::compile(const frontend::Architecture &arch,
       context, arch, sourceVocabSize, targetVocabSize);
   using mlir::tfm::Stage;
   mlir::tfm::PipelineOptions pipeline;
+  if (options.useLibraryKernels && !haveLibraryKernels())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "this tfmc was built without oneDNN");
+  pipeline.useLibraryCalls = options.useLibraryKernels;
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))
     return std::move(e);
@@ -88,7 +93,7 @@ CompiledModel::compile(const frontend::Architecture &arch,
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Loops, Stage::LLVM,
                                               pipeline, options.dumpDir))
     return std::move(e);
-  auto jit = mlir::tfm::JitModule::create(*module);
+  auto jit = mlir::tfm::JitModule::create(*module, {}, kernelSymbols());
   if (!jit)
     return jit.takeError();
   model->impl->jit = std::move(*jit);

@@ -43,6 +43,9 @@ struct CompiledFunction {
 struct CompileOptions {
   /// When set, every IR stage is written there as NN-stage.mlir.
   std::string dumpDir;
+  /// Linear layers call the runtime's library kernel (oneDNN) rather than
+  /// compiled loops; needs a build with oneDNN.
+  bool useLibraryKernels = false;
 };
 
 class CompiledModel {

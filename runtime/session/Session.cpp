@@ -64,6 +64,8 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   const frontend::Model &m = session->loaded;
   CompileOptions compileOptions;
   compileOptions.dumpDir = options.dumpDir;
+  compileOptions.useLibraryKernels = options.useLibraryKernels;
+  setKernelThreads(std::max(options.threads, 1));
   auto compiled =
       CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
                              m.targetVocab.size(), compileOptions);
@@ -176,7 +178,8 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   f.bind("tgt_ids", tgtIds.data(), {rows, steps});
   f.bind("tgt_lengths", tgtLengths.data(), {rows});
   f.bind("logits", logits.values.data(), {rows, steps, logits.vocab});
-  f.call();
+  if (llvm::Error e = f.call())
+    return std::move(e);
   return logits;
 }
 
@@ -186,7 +189,8 @@ namespace tfmc::runtime {
 /// self-attention KV caches, all sized once for the batch.
 class BatchDecoder : public IncrementalDecoder {
 public:
-  BatchDecoder(Session &session, SourceBatch source, int64_t maxSteps)
+  BatchDecoder(Session &session, SourceBatch source, int64_t maxSteps,
+               int64_t slotsPerRow)
       : session(session), frame(session.frames->decodeStep),
         src(std::move(source)), capacity(std::max<int64_t>(maxSteps, 1)) {
     const frontend::Architecture &arch = session.loaded.desc.arch;
@@ -194,15 +198,21 @@ public:
     dModel = arch.dModel;
     vocab = session.loaded.targetVocab.size();
     active = src.rows;
+    // Beam search keeps up to slotsPerRow hypotheses (slots) per row.
+    slots = src.rows * std::max<int64_t>(slotsPerRow, 1);
     for (int64_t l = 0; l < 2 * layers; ++l) {
-      cross.emplace_back(src.rows * src.length * dModel);
-      self.emplace_back(src.rows * capacity * dModel);
+      cross.emplace_back(slots * src.length * dModel);
+      self.emplace_back(slots * capacity * dModel);
     }
-    tokens.resize(src.rows);
-    logits.resize(src.rows * vocab);
+    Buffer<int32_t> lengths(slots);
+    std::copy(src.lengths.data(), src.lengths.data() + src.rows,
+              lengths.data());
+    src.lengths = std::move(lengths);
+    tokens.resize(slots);
+    logits.resize(slots * vocab);
   }
 
-  void encode() {
+  llvm::Error encode() {
     CallFrame &f = session.frames->encode;
     f.bind("src_ids", src.ids.data(), {src.rows, src.length});
     f.bind("src_lengths", src.lengths.data(), {src.rows});
@@ -213,7 +223,13 @@ public:
       f.bind("cross_value." + n, cross[2 * l + 1].data(),
              {src.rows, src.length, dModel});
     }
-    f.call();
+    return f.call();
+  }
+
+  llvm::Error takeError() override {
+    if (!failure)
+      return llvm::Error::success();
+    return std::move(failure);
   }
 
   int64_t vocabSize() const override { return vocab; }
@@ -236,13 +252,19 @@ public:
                  {active, capacity, dModel});
     }
     frame.bind("logits", logits.data(), {active, 1, vocab});
-    frame.call();
+    if (llvm::Error e = frame.call())
+      if (!failure)
+        failure = std::move(e);
+      else
+        llvm::consumeError(std::move(e));
     ++position;
     return logits.data();
   }
 
   void reorder(llvm::ArrayRef<int64_t> sources) override {
     auto n = static_cast<int64_t>(sources.size());
+    if (n > slots)
+      llvm::report_fatal_error("tfmc: more hypotheses than decoder slots");
     bool inPlace = true;
     for (int64_t i = 0; i < n; ++i)
       inPlace &= sources[i] >= i;
@@ -286,24 +308,47 @@ private:
   Session &session;
   CallFrame &frame;
   SourceBatch src;
-  int64_t capacity, layers = 0, dModel = 0, vocab = 0, active = 0;
+  int64_t capacity, slots = 0, layers = 0, dModel = 0, vocab = 0;
+  int64_t active = 0;
   int64_t position = 0;
   // [2 * layer + {0: keys, 1: values}]
   std::vector<Buffer<float>> cross, self;
   Buffer<int32_t> tokens;
   Buffer<float> logits;
+  llvm::Error failure = llvm::Error::success();
 };
 
 } // namespace tfmc::runtime
 
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
-Session::startDecoding(const TokenRows &sources, int64_t maxSteps) {
+Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
+                       int64_t slotsPerRow) {
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
     return std::move(e);
   auto decoder = std::make_unique<BatchDecoder>(
-      *this, padSources(sources, maxSourceTokens(), specialIds()), maxSteps);
-  decoder->encode();
+      *this, padSources(sources, maxSourceTokens(), specialIds()), maxSteps,
+      slotsPerRow);
+  if (llvm::Error e = decoder->encode())
+    return std::move(e);
   return std::move(decoder);
+}
+
+llvm::Expected<std::vector<std::vector<Hypothesis>>>
+Session::translateBeam(const TokenRows &sources,
+                       const SearchOptions &options) {
+  if (sources.empty())
+    return std::vector<std::vector<Hypothesis>>();
+  SearchOptions effective = options;
+  effective.maxLength =
+      std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
+  auto decoder =
+      startDecoding(sources, effective.maxLength, effective.beamSize);
+  if (!decoder)
+    return decoder.takeError();
+  auto result = beamSearch(**decoder, effective, specialIds());
+  if (llvm::Error e = (*decoder)->takeError())
+    return std::move(e);
+  return result;
 }
 
 llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
@@ -314,8 +359,11 @@ llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
   // Decoder positions 0 .. maxLength-1 must have positional encodings.
   effective.maxLength =
       std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
-  auto decoder = startDecoding(sources, effective.maxLength);
+  auto decoder = startDecoding(sources, effective.maxLength, 1);
   if (!decoder)
     return decoder.takeError();
-  return greedySearch(**decoder, effective, specialIds());
+  auto result = greedySearch(**decoder, effective, specialIds());
+  if (llvm::Error e = (*decoder)->takeError())
+    return std::move(e);
+  return result;
 }

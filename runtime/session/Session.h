@@ -3,7 +3,9 @@
 #define RUNTIME_SESSION_SESSION_H
 
 #include "frontends/model/Model.h"
+#include "runtime/decoding/BeamSearch.h"
 #include "runtime/decoding/IncrementalDecoder.h"
+#include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -18,8 +20,10 @@ namespace tfmc::runtime {
 struct SessionOptions {
   /// Write every IR stage of the compiled model to this directory.
   std::string dumpDir;
-  /// Threads for compiled code and oneDNN.
+  /// Threads for library kernels (oneDNN); compiled loops use one.
   int threads = 1;
+  /// Linear layers through oneDNN (when built with it) or compiled loops.
+  bool useLibraryKernels = haveLibraryKernels();
 };
 
 /// Teacher-forced logits [batch, steps, vocab], row-major.
@@ -55,10 +59,17 @@ public:
   llvm::Expected<TokenRows> translate(const TokenRows &sources,
                                       const SearchOptions &options);
 
+  /// Decodes a batch with beam search (options.beamSize >= 1); returns each
+  /// row's finished hypotheses, best first, with normalised scores.
+  llvm::Expected<std::vector<std::vector<Hypothesis>>>
+  translateBeam(const TokenRows &sources, const SearchOptions &options);
+
   /// Runs the encoder on `sources` and returns a decoder whose slots are
-  /// the rows, with KV caches for `maxSteps` positions.
+  /// the rows, with KV caches for `maxSteps` positions and room for
+  /// `slotsPerRow` hypotheses per row.
   llvm::Expected<std::unique_ptr<IncrementalDecoder>>
-  startDecoding(const TokenRows &sources, int64_t maxSteps);
+  startDecoding(const TokenRows &sources, int64_t maxSteps,
+                int64_t slotsPerRow = 1);
 
 private:
   explicit Session(frontend::Model model);

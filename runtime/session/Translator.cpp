@@ -38,6 +38,7 @@ namespace {
 /// keep their place as empty output lines.
 struct PendingLine {
   bool decode = false;
+  bool bad = false;
   std::vector<int32_t> ids;
 };
 
@@ -63,23 +64,53 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
   int64_t vocab = session.model().sourceVocab.size();
   int64_t maxTokens = session.maxSourceTokens();
   std::vector<PendingLine> batch;
+  int64_t firstLine = 0; // 0-based number of the batch's first line
   auto flush = [&]() -> llvm::Error {
     TokenRows sources;
     for (PendingLine &p : batch)
       if (p.decode)
         sources.push_back(p.ids);
-    auto outputs = session.translate(sources, options.search);
-    if (!outputs)
-      return outputs.takeError();
+    bool beam = options.search.beamSize > 1 || options.scores;
+    std::vector<std::vector<Hypothesis>> hypotheses;
+    if (beam) {
+      auto outputs = session.translateBeam(sources, options.search);
+      if (!outputs)
+        return outputs.takeError();
+      hypotheses = std::move(*outputs);
+    } else {
+      auto outputs = session.translate(sources, options.search);
+      if (!outputs)
+        return outputs.takeError();
+      for (std::vector<int32_t> &ids : *outputs)
+        hypotheses.push_back({Hypothesis{std::move(ids), 0.0}});
+    }
     size_t next = 0;
     for (PendingLine &p : batch) {
+      int64_t index = firstLine++;
       if (!p.decode) {
-        out << "\n";
+        // An empty line translates to nothing; a bad one was reported.
+        if (!options.scores)
+          out << "\n";
+        else if (!p.bad)
+          out << index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0)
+              << "\n";
         continue;
       }
-      const std::vector<int32_t> &ids = (*outputs)[next++];
-      stats.generatedTokens += static_cast<int64_t>(ids.size());
-      writeIds(out, ids);
+      const std::vector<Hypothesis> &nbest = hypotheses[next++];
+      if (!options.scores) {
+        const std::vector<int32_t> &ids =
+            nbest.empty() ? std::vector<int32_t>() : nbest.front().ids;
+        stats.generatedTokens += static_cast<int64_t>(ids.size());
+        writeIds(out, ids);
+        continue;
+      }
+      for (int64_t k = 0; k < options.nBest && k < int64_t(nbest.size()); ++k) {
+        out << index << " ||| ";
+        for (size_t i = 0; i < nbest[k].ids.size(); ++i)
+          out << (i ? " " : "") << nbest[k].ids[i];
+        out << " ||| " << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
+        stats.generatedTokens += static_cast<int64_t>(nbest[k].ids.size());
+      }
     }
     out.flush();
     batch.clear();
@@ -96,6 +127,7 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
       auto ids = parseIdLine(text, vocab);
       if (!ids) {
         ++stats.badLines;
+        pending.bad = true;
         diagnostics << llvm::formatv("error: input line {0}: {1}\n",
                                      stats.lines,
                                      llvm::toString(ids.takeError()));

@@ -16,6 +16,9 @@ struct TranslateOptions {
   int64_t batchSize = 32;
   /// Lines are space-separated token ids in and out (no tokenizer).
   bool ids = false;
+  /// Write `i ||| translation ||| score` lines, nBest per input (>= 1).
+  bool scores = false;
+  int64_t nBest = 1;
 };
 
 struct TranslateStats {

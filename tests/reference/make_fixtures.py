@@ -10,6 +10,7 @@ are replaced, so that float32 differences of ~1e-6 cannot flip a result.
 """
 
 import argparse
+import copy
 import json
 import os
 import random
@@ -23,6 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfm_reference as ref  # noqa: E402
 
 MIN_MARGIN = 1e-3
+# The reference's own float32 logits may differ from its float64 logits by at
+# most this much on a fixture (10x below the test tolerance).
+MAX_FLOAT32_DRIFT = 1.5e-5
+QK_GAIN = 1.0
+OUT_GAIN = 2.0
 LOGITS_ATOL = 1e-4
 GREEDY = [(0, 20), (5, 20), (0, 3), (0, 1)]          # (min_length, max_length)
 BEAM = [(4, 1.0), (3, 0.6)]                          # (beam_size, length_penalty)
@@ -89,14 +95,33 @@ def decode_all(model, src):
     return greedy, beams, min(margins)
 
 
+def exact_logits(model, srcs, tgts):
+    """Teacher-forced logits computed in float64 (the expected values)."""
+    return copy.deepcopy(model).double().forward_ids(srcs, tgts)
+
+
+def conditioning(model, srcs, tgts):
+    """Largest |float32 - float64| logit difference on valid positions: a
+    model whose own float32 rounding moves logits by more than a small
+    fraction of the test tolerance cannot check tfmc to that tolerance."""
+    lo = model.forward_ids(srcs, tgts)
+    hi = exact_logits(model, srcs, tgts)
+    return max(float(np.abs(lo[i, :len(t)] - hi[i, :len(t)]).max()) for i, t in enumerate(tgts))
+
+
 def make_fixture(v, base_seed, out_dir):
     a = v["arch"]
     for seed in range(base_seed, base_seed + 50):  # first seed whose model is not degenerate
         model = ref.TranslationTransformer(a, v["src_vocab"], v["tgt_vocab"]).eval()
-        ref.random_init(model, seed, qk_gain=4.0, out_gain=2.0)
+        ref.random_init(model, seed, qk_gain=QK_GAIN, out_gain=OUT_GAIN)
         rng = random.Random(seed)
         lens = v["src_lens"] or [1, 20] + [rng.randint(2, 15) for _ in range(NUM_LINES - 2)]
-        if varied(calibrate_eos(model, [random_line(rng, n, v["src_vocab"]) for n in lens])):
+        probe = [random_line(rng, n, v["src_vocab"]) for n in lens]
+        probe_tgt = [[model.special["bos"]] + random_line(rng, 14, v["tgt_vocab"], low=3, unk_rate=0)
+                     for _ in lens]
+        if conditioning(model, probe, probe_tgt) > MAX_FLOAT32_DRIFT:
+            continue
+        if varied(calibrate_eos(model, probe)):
             break
 
     srcs, results, margins, replaced = [], [], [], 0
@@ -123,7 +148,10 @@ def make_fixture(v, base_seed, out_dir):
     ref.export(model, out_dir)
     ref.write_ids(os.path.join(out_dir, "src.ids"), srcs)
     ref.write_ids(os.path.join(out_dir, "tgt.ids"), tgts)
-    logits = model.forward_ids(srcs, tgts)
+    drift = conditioning(model, srcs, tgts)
+    if drift > MAX_FLOAT32_DRIFT:
+        raise RuntimeError(f"{v['name']}: float32 drift {drift:.2e} on the fixture batch")
+    logits = exact_logits(model, srcs, tgts)
     np.save(os.path.join(out_dir, "logits.npy"), logits)
 
     greedy_cases = []
@@ -156,6 +184,7 @@ def make_fixture(v, base_seed, out_dir):
         "beam": beam_cases,
         "min_decision_margin": MIN_MARGIN,
         "observed_min_margin": round(float(min(margins)), 6),
+        "reference_float32_drift": float(f"{drift:.3g}"),
     }
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
         json.dump(case, f, indent=2)

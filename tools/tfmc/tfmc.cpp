@@ -11,6 +11,7 @@
 #include "compiler/Pipelines/EmitModel.h"
 #include "frontends/model/Model.h"
 #include "runtime/io/Npy.h"
+#include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/Session.h"
 #include "runtime/session/Translator.h"
 
@@ -99,6 +100,15 @@ int main(int argc, char **argv) {
       cl::value_desc("DIR"), cl::init(""), cl::sub(compileCommand),
       cl::sub(translateCommand), cl::cat(category));
 
+  cl::opt<std::string> kernels(
+      "kernels",
+      cl::desc("Linear layers: 'library' (oneDNN calls) or 'loops' "
+               "(compiled loop nests); default library when built with "
+               "oneDNN"),
+      cl::init(runtime::haveLibraryKernels() ? "library" : "loops"),
+      cl::sub(compileCommand), cl::sub(translateCommand),
+      cl::sub(forwardCommand), cl::cat(category));
+
   // compile
   cl::opt<std::string> emit(
       "emit", cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm"),
@@ -125,6 +135,18 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> beamSize("beam-size", cl::desc("Beam width (1 = greedy)"),
                             cl::init(1), cl::sub(translateCommand),
                             cl::cat(category));
+  cl::opt<double> lengthPenalty(
+      "length-penalty", cl::desc("Beam scores are divided by length^A"),
+      cl::value_desc("A"), cl::init(1.0), cl::sub(translateCommand),
+      cl::cat(category));
+  cl::opt<int64_t> nBest("n-best",
+                         cl::desc("Write the N best hypotheses per input as "
+                                  "'i ||| translation ||| score'"),
+                         cl::value_desc("N"), cl::init(0),
+                         cl::sub(translateCommand), cl::cat(category));
+  cl::opt<bool> scores("scores",
+                       cl::desc("Write 'i ||| translation ||| score' lines"),
+                       cl::sub(translateCommand), cl::cat(category));
   cl::opt<int> threads("threads", cl::desc("Threads for compiled code"),
                        cl::init(1), cl::sub(translateCommand),
                        cl::cat(category));
@@ -146,6 +168,13 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return 1;
 
+  if (kernels != "library" && kernels != "loops")
+    return fail("--kernels: expected 'library' or 'loops', got '" + kernels +
+                "'");
+  if (kernels == "library" && !runtime::haveLibraryKernels())
+    return fail("--kernels=library: this tfmc was built without oneDNN");
+  bool library = kernels == "library";
+
   if (compileCommand) {
     auto stage = mlir::tfm::parseStage(emit);
     if (!stage)
@@ -154,7 +183,9 @@ int main(int argc, char **argv) {
     auto loaded = frontend::loadModel(model);
     if (!loaded)
       return fail(loaded.takeError());
-    auto text = mlir::tfm::emitModel(*loaded, *stage, dumpIR);
+    mlir::tfm::PipelineOptions pipeline;
+    pipeline.useLibraryCalls = library;
+    auto text = mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
     if (!text)
       return fail(text.takeError());
     auto os = openOutput(output);
@@ -171,8 +202,12 @@ int main(int argc, char **argv) {
       return fail("--max-length must be at least 1");
     if (minLength < 0)
       return fail("--min-length must not be negative");
-    if (beamSize != 1)
-      return fail("--beam-size: only greedy decoding (1) is implemented");
+    if (beamSize < 1)
+      return fail("--beam-size must be at least 1");
+    if (nBest < 0 || nBest > beamSize)
+      return fail("--n-best must be between 1 and --beam-size");
+    if (!(lengthPenalty >= 0.0))
+      return fail("--length-penalty must not be negative");
     if (threads < 1)
       return fail("--threads must be at least 1");
     std::ifstream file;
@@ -184,6 +219,7 @@ int main(int argc, char **argv) {
     runtime::SessionOptions sessionOptions;
     sessionOptions.dumpDir = dumpIR;
     sessionOptions.threads = threads;
+    sessionOptions.useLibraryKernels = library;
     auto session = runtime::Session::open(model, sessionOptions);
     if (!session)
       return fail(session.takeError());
@@ -195,6 +231,10 @@ int main(int argc, char **argv) {
     options.batchSize = batchSize;
     options.search.maxLength = maxLength;
     options.search.minLength = minLength;
+    options.search.beamSize = beamSize;
+    options.search.lengthPenalty = lengthPenalty;
+    options.scores = scores || nBest > 0;
+    options.nBest = nBest > 0 ? int64_t(nBest) : 1;
     auto stats = runtime::translateStream(
         **session, input.empty() ? std::cin : file, **os, llvm::errs(),
         options);
@@ -215,7 +255,9 @@ int main(int argc, char **argv) {
     auto tgt = readIdFile(tgtFile, loaded->targetVocab.size());
     if (!tgt)
       return fail(tgt.takeError());
-    auto session = runtime::Session::open(model);
+    runtime::SessionOptions sessionOptions;
+    sessionOptions.useLibraryKernels = library;
+    auto session = runtime::Session::open(model, sessionOptions);
     if (!session)
       return fail(session.takeError());
     auto logits = (*session)->forward(*src, *tgt);

@@ -39,6 +39,57 @@ static Value allocRows(KernelBuilder &k, MemRefType type, Value like) {
   return k.alloc(type, {k.dim(like, 0), k.dim(like, 1), Value()});
 }
 
+/// A readable, unique kernel name: the op, its attributes and the operand
+/// shapes ("D" for a dynamic extent), e.g. tfm_linear_relu.DxDx64.128x64.128.
+static std::string kernelName(StringRef base, TypeRange types) {
+  std::string name = ("tfm_" + base).str();
+  for (Type t : types) {
+    name += ".";
+    auto shaped = dyn_cast<ShapedType>(t);
+    if (!shaped) {
+      name += "i";
+      continue;
+    }
+    for (auto [i, d] : llvm::enumerate(shaped.getShape()))
+      name += (i ? "x" : "") +
+              (ShapedType::isDynamic(d) ? std::string("D") : std::to_string(d));
+    if (shaped.getElementType().isInteger(32))
+      name += "i32";
+  }
+  return name;
+}
+
+/// Calls the kernel `base` specialised for the types of `args`, creating it
+/// on first use with `body` (given the kernel's arguments). Each distinct
+/// kernel is compiled once however many layers use it, which keeps JIT time
+/// independent of the model's depth.
+static void
+callKernel(ConversionPatternRewriter &rewriter, Operation *op, StringRef base,
+           ValueRange args,
+           function_ref<void(KernelBuilder &, ValueRange)> body) {
+  auto module = op->getParentOfType<ModuleOp>();
+  std::string name = kernelName(base, args.getTypes());
+  auto kernel = module.lookupSymbol<func::FuncOp>(name);
+  if (!kernel) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
+    Location loc = NameLoc::get(rewriter.getStringAttr(name));
+    kernel = rewriter.create<func::FuncOp>(
+        loc, name, rewriter.getFunctionType(args.getTypes(), {}));
+    kernel.setPrivate();
+    kernel->setAttr("passthrough",
+                    rewriter.getArrayAttr({rewriter.getStringAttr("noinline")}));
+    SmallVector<Location> locs(args.size(), loc);
+    Block *entry = rewriter.createBlock(&kernel.getBody(), {},
+                                        args.getTypes(), locs);
+    rewriter.setInsertionPointToStart(entry);
+    KernelBuilder k(rewriter, loc);
+    body(k, entry->getArguments());
+    rewriter.create<func::ReturnOp>(loc);
+  }
+  rewriter.create<func::CallOp>(op->getLoc(), kernel, args);
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding and positions
 //===----------------------------------------------------------------------===//
@@ -48,19 +99,27 @@ struct EmbeddingLowering : public TfmLowering<EmbeddingOp> {
   LogicalResult
   matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value ids = adaptor.getIds(), table = adaptor.getTable();
-    Value out = allocRows(k, resultType(op), ids);
-    Value zero = k.index(0);
-    Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getIds());
     float scale = op.getScale().convertToFloat();
-    Value scaleValue = k.f32(scale);
-    k.loop(zero, k.dim(ids, 0), [&](Value b) {
-      k.loop(zero, k.dim(ids, 1), [&](Value t) {
-        Value row = k.clampedIndex(k.load(ids, {b, t}), zero, lastRow);
-        k.loop(zero, k.dim(table, 1), [&](Value d) {
-          Value v = k.load(table, {row, d});
-          k.store(scale == 1.0f ? v : k.mul(v, scaleValue), out, {b, t, d});
+    std::string base = "embedding";
+    if (scale != 1.0f)
+      base += "_scaled";
+    // The scale is a kernel argument only when it is not 1.
+    SmallVector<Value> args{adaptor.getIds(), adaptor.getTable(), out};
+    callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
+      Value ids = a[0], table = a[1], result = a[2];
+      Value zero = k.index(0);
+      Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+      Value scaleValue = k.f32(scale);
+      k.loop(zero, k.dim(ids, 0), [&](Value b) {
+        k.loop(zero, k.dim(ids, 1), [&](Value t) {
+          Value row = k.clampedIndex(k.load(ids, {b, t}), zero, lastRow);
+          k.loop(zero, k.dim(table, 1), [&](Value d) {
+            Value v = k.load(table, {row, d});
+            k.store(scale == 1.0f ? v : k.mul(v, scaleValue), result,
+                    {b, t, d});
+          });
         });
       });
     });
@@ -75,21 +134,28 @@ struct PositionalEncodingLowering
   LogicalResult
   matchAndRewrite(PositionalEncodingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value in = adaptor.getInput(), table = adaptor.getTable();
-    Value out = allocRows(k, resultType(op), in);
-    Value zero = k.index(0);
-    Value offset = adaptor.getOffset() ? adaptor.getOffset() : zero;
-    Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
-    k.loop(zero, k.dim(in, 0), [&](Value b) {
-      k.loop(zero, k.dim(in, 1), [&](Value t) {
-        Value pos = k.minIndex(k.addIndex(offset, t), lastRow);
-        k.loop(zero, k.dim(in, 2), [&](Value d) {
-          k.store(k.add(k.load(in, {b, t, d}), k.load(table, {pos, d})), out,
-                  {b, t, d});
-        });
-      });
-    });
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    Value offset =
+        adaptor.getOffset() ? adaptor.getOffset() : caller.index(0);
+    SmallVector<Value> args{adaptor.getInput(), adaptor.getTable(), offset,
+                            out};
+    callKernel(rewriter, op, "positional_encoding", args,
+               [&](KernelBuilder &k, ValueRange a) {
+                 Value in = a[0], table = a[1], first = a[2], result = a[3];
+                 Value zero = k.index(0);
+                 Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+                 k.loop(zero, k.dim(in, 0), [&](Value b) {
+                   k.loop(zero, k.dim(in, 1), [&](Value t) {
+                     Value pos = k.minIndex(k.addIndex(first, t), lastRow);
+                     k.loop(zero, k.dim(in, 2), [&](Value d) {
+                       k.store(k.add(k.load(in, {b, t, d}),
+                                     k.load(table, {pos, d})),
+                               result, {b, t, d});
+                     });
+                   });
+                 });
+               });
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -120,26 +186,70 @@ struct LinearLowering : public TfmLowering<LinearOp> {
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput(), w = adaptor.getWeight();
-    Value bias = adaptor.getBias();
-    Value out = allocRows(k, resultType(op), x);
-    Value zero = k.index(0);
-    Value inFeatures = k.dim(w, 1);
-    k.loop(zero, k.dim(x, 0), [&](Value b) {
-      k.loop(zero, k.dim(x, 1), [&](Value t) {
-        k.loop(zero, k.dim(w, 0), [&](Value n) {
-          Value dot = k.reduce(zero, inFeatures, {k.f32(0.0)},
-                               [&](Value i, ValueRange acc) {
-                                 Value p = k.mul(k.load(x, {b, t, i}),
-                                                 k.load(w, {n, i}));
-                                 return SmallVector<Value>{k.add(acc[0], p)};
-                               })[0];
-          Value v = k.add(dot, k.load(bias, {n}));
-          k.store(applyActivation(k, op.getActivation(), v), out, {b, t, n});
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    Activation act = op.getActivation();
+    SmallVector<Value> args{adaptor.getInput(), adaptor.getWeight(),
+                            adaptor.getBias(), out};
+    std::string base = ("linear_" + stringifyActivation(act)).str();
+    callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
+      Value x = a[0], w = a[1], bias = a[2], result = a[3];
+      Value zero = k.index(0);
+      Value inFeatures = k.dim(w, 1);
+      k.loop(zero, k.dim(x, 0), [&](Value b) {
+        k.loop(zero, k.dim(x, 1), [&](Value t) {
+          k.loop(zero, k.dim(w, 0), [&](Value n) {
+            Value dot = k.reduce(zero, inFeatures, {k.f32(0.0)},
+                                 [&](Value i, ValueRange acc) {
+                                   Value p = k.mul(k.load(x, {b, t, i}),
+                                                   k.load(w, {n, i}));
+                                   return SmallVector<Value>{k.add(acc[0], p)};
+                                 })[0];
+            Value v = k.add(dot, k.load(bias, {n}));
+            k.store(applyActivation(k, act, v), result, {b, t, n});
+          });
         });
       });
     });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// tfm.linear -> call @tfm_rt_linear(x, w, b, y, activation), operands
+/// cast to fully dynamic memrefs so one declaration serves every shape.
+struct LinearToLibraryCall : public TfmLowering<LinearOp> {
+  LinearToLibraryCall(TypeConverter &converter, MLIRContext *ctx)
+      : TfmLowering(converter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = allocRows(k, resultType(op), adaptor.getInput());
+    auto dynamic = [&](Value v) -> Value {
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+      return rewriter.create<memref::CastOp>(
+          op.getLoc(), MemRefType::get(shape, type.getElementType()), v);
+    };
+    SmallVector<Value> args{dynamic(adaptor.getInput()),
+                            dynamic(adaptor.getWeight()),
+                            dynamic(adaptor.getBias()), dynamic(out)};
+    args.push_back(rewriter.create<arith::ConstantOp>(
+        op.getLoc(), rewriter.getI32IntegerAttr(
+                         static_cast<int32_t>(op.getActivation()))));
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(kLinearKernel);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToEnd(module.getBody());
+      callee = rewriter.create<func::FuncOp>(
+          op.getLoc(), kLinearKernel,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    rewriter.create<func::CallOp>(op.getLoc(), callee, args);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -150,15 +260,18 @@ struct AddLowering : public TfmLowering<AddOp> {
   LogicalResult
   matchAndRewrite(AddOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
-    Value out = allocRows(k, resultType(op), lhs);
-    Value zero = k.index(0);
-    k.loop(zero, k.dim(lhs, 0), [&](Value b) {
-      k.loop(zero, k.dim(lhs, 1), [&](Value t) {
-        k.loop(zero, k.dim(lhs, 2), [&](Value d) {
-          k.store(k.add(k.load(lhs, {b, t, d}), k.load(rhs, {b, t, d})), out,
-                  {b, t, d});
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getLhs());
+    SmallVector<Value> args{adaptor.getLhs(), adaptor.getRhs(), out};
+    callKernel(rewriter, op, "add", args, [&](KernelBuilder &k, ValueRange a) {
+      Value lhs = a[0], rhs = a[1], result = a[2];
+      Value zero = k.index(0);
+      k.loop(zero, k.dim(lhs, 0), [&](Value b) {
+        k.loop(zero, k.dim(lhs, 1), [&](Value t) {
+          k.loop(zero, k.dim(lhs, 2), [&](Value d) {
+            k.store(k.add(k.load(lhs, {b, t, d}), k.load(rhs, {b, t, d})),
+                    result, {b, t, d});
+          });
         });
       });
     });
@@ -167,10 +280,10 @@ struct AddLowering : public TfmLowering<AddOp> {
   }
 };
 
-/// Normalises each row of `out` in place (after `out` holds the input, or
+/// Normalises row (b, t) of `out` in place (after `out` holds the input, or
 /// input + residual).
-static void normaliseRows(KernelBuilder &k, Value out, Value weight,
-                          Value bias, double epsilon, Value b, Value t) {
+static void normaliseRow(KernelBuilder &k, Value out, Value weight,
+                         Value bias, double epsilon, Value b, Value t) {
   Value zero = k.index(0);
   Value width = k.dim(out, 2);
   Value widthF = k.builder().create<arith::UIToFPOp>(
@@ -194,25 +307,47 @@ static void normaliseRows(KernelBuilder &k, Value out, Value weight,
   });
 }
 
+/// Layer norm of `input` (+ `residual` when given) into `out`, row by row.
+static void buildLayerNorm(ConversionPatternRewriter &rewriter, Operation *op,
+                           Value input, Value residual, Value weight,
+                           Value bias, double eps, Value out) {
+  SmallVector<Value> args{input};
+  if (residual)
+    args.push_back(residual);
+  args.append({weight, bias, out});
+  // The epsilon is baked into the kernel: make it part of the name.
+  std::string base = residual ? "add_layer_norm" : "layer_norm";
+  base += "_eps" + std::to_string(eps);
+  callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
+    Value in = a[0];
+    Value res = residual ? a[1] : Value();
+    ValueRange rest = a.drop_front(residual ? 2 : 1);
+    Value w = rest[0], beta = rest[1], result = rest[2];
+    Value zero = k.index(0);
+    k.loop(zero, k.dim(in, 0), [&](Value b) {
+      k.loop(zero, k.dim(in, 1), [&](Value t) {
+        k.loop(zero, k.dim(in, 2), [&](Value d) {
+          Value v = k.load(in, {b, t, d});
+          if (res)
+            v = k.add(v, k.load(res, {b, t, d}));
+          k.store(v, result, {b, t, d});
+        });
+        normaliseRow(k, result, w, beta, eps, b, t);
+      });
+    });
+  });
+}
+
 struct LayerNormLowering : public TfmLowering<LayerNormOp> {
   using TfmLowering::TfmLowering;
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value in = adaptor.getInput();
-    Value out = allocRows(k, resultType(op), in);
-    Value zero = k.index(0);
-    double eps = op.getEpsilon().convertToDouble();
-    k.loop(zero, k.dim(in, 0), [&](Value b) {
-      k.loop(zero, k.dim(in, 1), [&](Value t) {
-        k.loop(zero, k.dim(in, 2), [&](Value d) {
-          k.store(k.load(in, {b, t, d}), out, {b, t, d});
-        });
-        normaliseRows(k, out, adaptor.getWeight(), adaptor.getBias(), eps, b,
-                      t);
-      });
-    });
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    buildLayerNorm(rewriter, op, adaptor.getInput(), Value(),
+                   adaptor.getWeight(), adaptor.getBias(),
+                   op.getEpsilon().convertToDouble(), out);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -223,21 +358,11 @@ struct AddLayerNormLowering : public TfmLowering<AddLayerNormOp> {
   LogicalResult
   matchAndRewrite(AddLayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value in = adaptor.getInput(), residual = adaptor.getResidual();
-    Value out = allocRows(k, resultType(op), in);
-    Value zero = k.index(0);
-    double eps = op.getEpsilon().convertToDouble();
-    k.loop(zero, k.dim(in, 0), [&](Value b) {
-      k.loop(zero, k.dim(in, 1), [&](Value t) {
-        k.loop(zero, k.dim(in, 2), [&](Value d) {
-          k.store(k.add(k.load(in, {b, t, d}), k.load(residual, {b, t, d})),
-                  out, {b, t, d});
-        });
-        normaliseRows(k, out, adaptor.getWeight(), adaptor.getBias(), eps, b,
-                      t);
-      });
-    });
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    buildLayerNorm(rewriter, op, adaptor.getInput(), adaptor.getResidual(),
+                   adaptor.getWeight(), adaptor.getBias(),
+                   op.getEpsilon().convertToDouble(), out);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -252,27 +377,55 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value q = adaptor.getQuery(), key = adaptor.getKey();
-    Value value = adaptor.getValue();
-    Value out = allocRows(k, resultType(op), q);
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getQuery());
     int64_t dModel = resultType(op).getDimSize(2);
     int64_t heads = op.getNumHeads();
-    Value zero = k.index(0);
-    Value headDim = k.index(dModel / heads);
-    Value scale = k.f32(op.getScale().convertToFloat());
-    Value keyCount = k.dim(key, 1);
-    if (Value kvLength = adaptor.getKvLength())
-      keyCount = k.minIndex(keyCount, kvLength);
-    bool causal = op.getMaskKind() == MaskKind::causal;
+    float scaleValue = op.getScale().convertToFloat();
+    MaskKind mask = op.getMaskKind();
+    Value zero = caller.index(0);
+    // Every variant takes the same arguments; absent bounds are passed as
+    // values that never bind (the key count, offset 0).
+    Value keyCount = caller.dim(adaptor.getKey(), 1);
+    Value kvLength = adaptor.getKvLength() ? adaptor.getKvLength() : keyCount;
     Value queryOffset = adaptor.getQueryOffset() ? adaptor.getQueryOffset()
                                                  : zero;
-    Value lowest = k.f32(-std::numeric_limits<float>::max());
+    bool hasLengths = static_cast<bool>(adaptor.getKeyLengths());
+    SmallVector<Value> args{adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getValue()};
+    if (hasLengths)
+      args.push_back(adaptor.getKeyLengths());
+    args.append({queryOffset, kvLength, out});
+    std::string base = ("attention_" + stringifyMaskKind(mask)).str() + "_h" +
+                       std::to_string(heads);
+    callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
+      Value q = a[0], key = a[1], value = a[2];
+      Value lengths = hasLengths ? a[3] : Value();
+      ValueRange rest = a.drop_front(hasLengths ? 4 : 3);
+      Value offset = rest[0], kvLimit = rest[1], result = rest[2];
+      emitAttention(k, q, key, value, lengths, offset, kvLimit, result,
+                    dModel, heads, scaleValue, mask == MaskKind::causal);
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
 
+  /// One loop nest per (row, head, query): the visible keys are a loop
+  /// bound, the softmax is online (running maximum m and sum l) and the
+  /// partial weighted sum of values lives in `out`, rescaled whenever the
+  /// maximum grows.
+  static void emitAttention(KernelBuilder &k, Value q, Value key, Value value,
+                            Value lengths, Value queryOffset, Value kvLimit,
+                            Value out, int64_t dModel, int64_t heads,
+                            float scaleValue, bool causal) {
+    Value zero = k.index(0);
+    Value headDim = k.index(dModel / heads);
+    Value scale = k.f32(scaleValue);
+    Value keyCount = k.minIndex(k.dim(key, 1), kvLimit);
+    Value lowest = k.f32(-std::numeric_limits<float>::max());
     k.loop(zero, k.dim(q, 0), [&](Value b) {
-      // Key padding: a bound on the key loop, never a mask tensor.
       Value rowKeys = keyCount;
-      if (Value lengths = adaptor.getKeyLengths())
+      if (lengths)
         rowKeys = k.clampedIndex(k.load(lengths, {b}), zero, keyCount);
       k.loop(zero, k.index(heads), [&](Value h) {
         Value base = k.mulIndex(h, headDim);
@@ -284,9 +437,6 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
           k.loop(zero, headDim, [&](Value d) {
             k.store(k.f32(0.0), out, {b, t, k.addIndex(base, d)});
           });
-          // Online softmax: running maximum m and running sum l; the partial
-          // weighted sum of values lives in `out` and is rescaled whenever
-          // the maximum grows.
           SmallVector<Value> ml = k.reduce(
               zero, visible, {lowest, k.f32(0.0)},
               [&](Value j, ValueRange carried) {
@@ -325,8 +475,6 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
         });
       });
     });
-    rewriter.replaceOp(op, out);
-    return success();
   }
 };
 
@@ -335,24 +483,27 @@ struct CacheWriteLowering : public OpConversionPattern<CacheWriteOp> {
   LogicalResult
   matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value v = adaptor.getValue(), cache = adaptor.getCache();
-    Value zero = k.index(0);
-    // Steps beyond the capacity are dropped (the runtime sizes the cache
-    // for its maximum length).
-    Value steps = k.minIndex(
-        k.dim(v, 1),
-        k.maxIndex(zero, k.addIndex(k.dim(cache, 1),
-                                    k.mulIndex(adaptor.getPosition(),
-                                               k.index(-1)))));
-    k.loop(zero, k.dim(v, 0), [&](Value b) {
-      k.loop(zero, steps, [&](Value t) {
-        Value pos = k.addIndex(adaptor.getPosition(), t);
-        k.loop(zero, k.dim(v, 2), [&](Value d) {
-          k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
-        });
-      });
-    });
+    SmallVector<Value> args{adaptor.getValue(), adaptor.getCache(),
+                            adaptor.getPosition()};
+    callKernel(rewriter, op, "cache_write", args,
+               [&](KernelBuilder &k, ValueRange a) {
+                 Value v = a[0], cache = a[1], position = a[2];
+                 Value zero = k.index(0);
+                 // Steps beyond the capacity are dropped (the runtime sizes
+                 // the cache for its maximum length).
+                 Value room = k.maxIndex(
+                     zero, k.addIndex(k.dim(cache, 1),
+                                      k.mulIndex(position, k.index(-1))));
+                 Value steps = k.minIndex(k.dim(v, 1), room);
+                 k.loop(zero, k.dim(v, 0), [&](Value b) {
+                   k.loop(zero, steps, [&](Value t) {
+                     Value pos = k.addIndex(position, t);
+                     k.loop(zero, k.dim(v, 2), [&](Value d) {
+                       k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
+                     });
+                   });
+                 });
+               });
     rewriter.eraseOp(op);
     return success();
   }
@@ -452,11 +603,14 @@ static void freeBuffers(ModuleOp module) {
 }
 
 struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
+  using TfmToLoopsBase::TfmToLoopsBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     TensorToMemRefConverter converter;
     RewritePatternSet patterns(ctx);
     populateTfmToLoopsPatterns(converter, patterns);
+    if (useLibraryCalls)
+      populateTfmToLibraryCallPatterns(converter, patterns);
 
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
@@ -469,7 +623,7 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
     });
     target.addDynamicallyLegalOp<func::ReturnOp>(
         [](func::ReturnOp r) { return r.getNumOperands() == 0; });
-    target.addLegalOp<ModuleOp>();
+    target.addLegalOp<ModuleOp, func::CallOp>();
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
@@ -485,4 +639,9 @@ void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
                AddLowering, LayerNormLowering, AddLayerNormLowering,
                AttentionLowering, CacheWriteLowering, FuncToDestinationStyle,
                ReturnToCopies, DimLowering>(converter, patterns.getContext());
+}
+
+void mlir::tfm::populateTfmToLibraryCallPatterns(TypeConverter &converter,
+                                                 RewritePatternSet &patterns) {
+  patterns.add<LinearToLibraryCall>(converter, patterns.getContext());
 }

@@ -1,0 +1,160 @@
+//===- BeamSearch.cpp - beam search with length normalisation -------------===//
+#include "runtime/decoding/BeamSearch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+struct Active {
+  std::vector<int32_t> ids;
+  double score = 0; // sum of log-probabilities
+  int64_t slot = 0; // decoder slot holding its KV cache
+};
+
+struct Finished {
+  Hypothesis hypothesis;
+  int64_t order = 0; // finishing order, for ties
+};
+
+struct Candidate {
+  double score;
+  int64_t hypothesis; // index in the row's active list
+  int32_t token;
+};
+
+struct Row {
+  std::vector<Active> active;
+  std::vector<Finished> finished;
+  int64_t finishOrder = 0;
+  bool done = false;
+};
+
+/// log_softmax of one row of logits, in float as the reference computes it.
+void logSoftmax(const float *logits, int64_t vocab, std::vector<float> &out) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t v = 0; v < vocab; ++v)
+    max = std::max(max, logits[v]);
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(double(logits[v]) - double(max));
+  auto logSum = static_cast<float>(std::log(sum));
+  out.resize(vocab);
+  for (int64_t v = 0; v < vocab; ++v)
+    out[v] = logits[v] - max - logSum;
+}
+
+double normalised(double score, int64_t length, double alpha) {
+  return score / std::pow(double(length), alpha);
+}
+
+} // namespace
+
+std::vector<std::vector<Hypothesis>>
+tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
+                          const SearchOptions &options,
+                          const SpecialIds &special) {
+  int64_t rows = decoder.activeSlots();
+  int64_t beam = std::max<int64_t>(options.beamSize, 1);
+  int64_t vocab = decoder.vocabSize();
+  std::vector<Row> state(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    state[r].active.push_back({{}, 0.0, r});
+  std::vector<int32_t> tokens(rows, special.bos);
+  std::vector<float> logp;
+
+  for (int64_t step = 0; step < options.maxLength; ++step) {
+    const float *logits = decoder.step(tokens);
+    std::vector<int64_t> sources;
+    std::vector<int32_t> nextTokens;
+    bool last = step + 1 == options.maxLength;
+    for (Row &row : state) {
+      if (row.done)
+        continue;
+      std::vector<Candidate> candidates;
+      for (size_t h = 0; h < row.active.size(); ++h) {
+        const Active &a = row.active[h];
+        logSoftmax(logits + a.slot * vocab, vocab, logp);
+        bool allowEos = static_cast<int64_t>(a.ids.size()) >= options.minLength;
+        for (int64_t v = 0; v < vocab; ++v) {
+          auto id = static_cast<int32_t>(v);
+          if (id == special.pad || id == special.bos ||
+              (id == special.eos && !allowEos))
+            continue;
+          candidates.push_back({a.score + double(logp[v]),
+                                static_cast<int64_t>(h), id});
+        }
+      }
+      auto better = [](const Candidate &x, const Candidate &y) {
+        if (x.score != y.score)
+          return x.score > y.score;
+        if (x.hypothesis != y.hypothesis)
+          return x.hypothesis < y.hypothesis;
+        return x.token < y.token;
+      };
+      size_t keep = std::min<size_t>(2 * beam, candidates.size());
+      std::partial_sort(candidates.begin(), candidates.begin() + keep,
+                        candidates.end(), better);
+      std::vector<Active> next;
+      for (size_t rank = 0; rank < keep; ++rank) {
+        const Candidate &c = candidates[rank];
+        const Active &parent = row.active[c.hypothesis];
+        if (c.token == special.eos) {
+          if (static_cast<int64_t>(rank) < beam)
+            row.finished.push_back(
+                {{parent.ids,
+                  normalised(c.score, int64_t(parent.ids.size()) + 1,
+                             options.lengthPenalty)},
+                 row.finishOrder++});
+          continue;
+        }
+        if (static_cast<int64_t>(next.size()) < beam) {
+          Active a{parent.ids, c.score, parent.slot};
+          a.ids.push_back(c.token);
+          next.push_back(std::move(a));
+        }
+      }
+      if (static_cast<int64_t>(row.finished.size()) >= beam) {
+        row.done = true;
+        continue;
+      }
+      if (last || next.empty()) {
+        // Out of steps: the remaining hypotheses finish at max length.
+        for (Active &a : next)
+          row.finished.push_back(
+              {{a.ids, normalised(a.score, options.maxLength,
+                                  options.lengthPenalty)},
+               row.finishOrder++});
+        row.done = true;
+        continue;
+      }
+      for (Active &a : next) {
+        sources.push_back(a.slot);
+        a.slot = static_cast<int64_t>(sources.size()) - 1;
+        nextTokens.push_back(a.ids.back());
+      }
+      row.active = std::move(next);
+    }
+    if (sources.empty())
+      break;
+    decoder.reorder(sources);
+    tokens = std::move(nextTokens);
+  }
+
+  std::vector<std::vector<Hypothesis>> results(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<Finished> &f = state[r].finished;
+    std::stable_sort(f.begin(), f.end(),
+                     [](const Finished &x, const Finished &y) {
+                       if (x.hypothesis.score != y.hypothesis.score)
+                         return x.hypothesis.score > y.hypothesis.score;
+                       return x.order < y.order;
+                     });
+    for (size_t i = 0; i < f.size() && static_cast<int64_t>(i) < beam; ++i)
+      results[r].push_back(std::move(f[i].hypothesis));
+  }
+  return results;
+}

@@ -1,0 +1,46 @@
+//===- KernelAbi.h - runtime kernels called from compiled code --*- C++ -*-===//
+//
+// The C ABI between JIT-compiled code and the runtime's library kernels.
+// Compiled code calls `_mlir_ciface_<name>` with pointers to memref
+// descriptors; a kernel never throws or aborts: it records a failure that
+// the runtime turns into an llvm::Error after the call (takeKernelError).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_KERNELABI_H
+#define RUNTIME_KERNELS_KERNELABI_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tfmc::runtime {
+
+/// A memref descriptor as MLIR's LLVM lowering lays it out.
+template <int Rank>
+struct MemRefDescriptor {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+/// Activation codes shared with the compiler's lowering (tfm::Activation).
+enum class KernelActivation : int32_t { None = 0, Relu = 1, Gelu = 2 };
+
+/// Whether this build has library (oneDNN) kernels.
+bool haveLibraryKernels();
+
+/// Sets the threads library kernels may use (oneDNN's OpenMP pool).
+void setKernelThreads(int threads);
+
+/// The first kernel failure since the last call, or "" (and clears it).
+std::string takeKernelError();
+
+/// Symbols the JIT must resolve to the runtime's kernels.
+std::vector<std::pair<std::string, void *>> kernelSymbols();
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_KERNELABI_H

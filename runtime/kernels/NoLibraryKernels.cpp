@@ -1,0 +1,13 @@
+//===- NoLibraryKernels.cpp - a build without oneDNN ----------------------===//
+//
+// Compiled code then uses loop kernels only; nothing to register.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/KernelAbi.h"
+
+bool tfmc::runtime::haveLibraryKernels() { return false; }
+void tfmc::runtime::setKernelThreads(int) {}
+std::string tfmc::runtime::takeKernelError() { return {}; }
+std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
+  return {};
+}

@@ -1,0 +1,305 @@
+//===- ReferenceTest.cpp - tfmc against the PyTorch reference -------------===//
+//
+// Every fixture in tests/e2e/fixtures was produced by tests/reference (the
+// PyTorch oracle): teacher-forced logits and greedy outputs for several
+// settings. These tests run the same models through the compiled path.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/decoding/GreedySearch.h"
+#include "runtime/io/Npy.h"
+#include "runtime/session/Session.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+using namespace tfmc;
+using namespace tfmc::runtime;
+
+namespace {
+
+std::string fixturePath(const std::string &name, llvm::StringRef file) {
+  llvm::SmallString<256> path(TFMC_FIXTURES_DIR);
+  llvm::sys::path::append(path, name, file);
+  return std::string(path);
+}
+
+TokenRows readRows(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(static_cast<bool>(buffer)) << path;
+  TokenRows rows;
+  if (!buffer)
+    return rows;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  if (!lines.empty() && lines.back().empty())
+    lines.pop_back();
+  for (llvm::StringRef line : lines) {
+    std::vector<int32_t> row;
+    llvm::SmallVector<llvm::StringRef> fields;
+    line.split(fields, ' ', -1, false);
+    for (llvm::StringRef f : fields) {
+      int32_t id;
+      EXPECT_FALSE(f.getAsInteger(10, id)) << path << ": " << line.str();
+      row.push_back(id);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+llvm::json::Value readJson(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return nullptr;
+  auto value = llvm::json::parse((*buffer)->getBuffer());
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return nullptr;
+  }
+  return std::move(*value);
+}
+
+std::vector<std::string> fixtureNames() {
+  std::vector<std::string> names;
+  llvm::SmallString<256> index(TFMC_FIXTURES_DIR);
+  llvm::sys::path::append(index, "index.json");
+  llvm::json::Value v = readJson(std::string(index));
+  if (auto *obj = v.getAsObject())
+    if (auto *list = obj->getArray("fixtures"))
+      for (auto &n : *list)
+        if (auto s = n.getAsString())
+          names.push_back(s->str());
+  return names;
+}
+
+/// Sessions are compiled once per fixture and shared by the tests. They are
+/// released by the environment's TearDown, before static destruction: a JIT
+/// torn down after LLVM's own statics crashes.
+std::map<std::string, std::unique_ptr<Session>> &sessions() {
+  static auto *map = new std::map<std::string, std::unique_ptr<Session>>();
+  return *map;
+}
+
+class ReleaseSessions : public ::testing::Environment {
+public:
+  void TearDown() override { sessions().clear(); }
+};
+const auto *releaseSessions =
+    ::testing::AddGlobalTestEnvironment(new ReleaseSessions());
+
+/// A fixture run on one kernel path: oneDNN library calls or compiled loops.
+using Case = std::tuple<std::string, bool>;
+
+Session &session(const Case &c) {
+  const auto &[name, library] = c;
+  auto &slot = sessions()[name + (library ? "/library" : "/loops")];
+  if (!slot) {
+    SessionOptions options;
+    options.useLibraryKernels = library;
+    auto opened = Session::open(fixturePath(name, "model.json"), options);
+    if (!opened) {
+      ADD_FAILURE() << llvm::toString(opened.takeError());
+      std::abort();
+    }
+    slot = std::move(*opened);
+  }
+  return *slot;
+}
+
+class Reference : public ::testing::TestWithParam<Case> {
+protected:
+  std::string name() const { return std::get<0>(GetParam()); }
+  Session &model() { return session(GetParam()); }
+  llvm::json::Object cases() {
+    llvm::json::Value v = readJson(fixturePath(name(), "cases.json"));
+    EXPECT_NE(v.getAsObject(), nullptr);
+    return v.getAsObject() ? *v.getAsObject() : llvm::json::Object();
+  }
+};
+
+TEST_P(Reference, ForwardLogitsMatch) {
+  llvm::json::Object c = cases();
+  const llvm::json::Object *fwd = c.getObject("forward");
+  ASSERT_NE(fwd, nullptr);
+  double atol = fwd->getNumber("atol").value_or(1e-4);
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));
+  auto expected = readNpy(fixturePath(name(), "logits.npy"));
+  ASSERT_TRUE(static_cast<bool>(expected))
+      << llvm::toString(expected.takeError());
+  auto logits = model().forward(src, tgt);
+  ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
+  ASSERT_EQ(expected->shape,
+            (std::vector<int64_t>{logits->batch, logits->steps, logits->vocab}));
+  double worst = 0;
+  for (int64_t b = 0; b < logits->batch; ++b)
+    for (size_t t = 0; t < tgt[b].size(); ++t)
+      for (int64_t v = 0; v < logits->vocab; ++v) {
+        size_t i = (b * logits->steps + t) * logits->vocab + v;
+        worst = std::max<double>(
+            worst, std::fabs(logits->values[i] - expected->values[i]));
+      }
+  EXPECT_LE(worst, atol) << "largest |tfmc - reference| logit difference";
+}
+
+TEST_P(Reference, GreedyMatches) {
+  llvm::json::Object c = cases();
+  const llvm::json::Array *greedy = c.getArray("greedy");
+  ASSERT_NE(greedy, nullptr);
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  for (const llvm::json::Value &g : *greedy) {
+    const llvm::json::Object *o = g.getAsObject();
+    ASSERT_NE(o, nullptr);
+    SearchOptions options;
+    options.minLength = *o->getInteger("min_length");
+    options.maxLength = *o->getInteger("max_length");
+    std::string file = o->getString("file")->str();
+    TokenRows expected = readRows(fixturePath(name(), file));
+    auto out = model().translate(src, options);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    ASSERT_EQ(out->size(), src.size());
+    for (size_t i = 0; i < src.size(); ++i)
+      EXPECT_EQ((*out)[i], i < expected.size() ? expected[i]
+                                               : std::vector<int32_t>())
+          << file << " line " << i;
+  }
+}
+
+TEST_P(Reference, BeamMatches) {
+  llvm::json::Object c = cases();
+  const llvm::json::Array *beams = c.getArray("beam");
+  ASSERT_NE(beams, nullptr);
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  for (const llvm::json::Value &b : *beams) {
+    const llvm::json::Object *o = b.getAsObject();
+    ASSERT_NE(o, nullptr);
+    SearchOptions options;
+    options.beamSize = *o->getInteger("beam_size");
+    options.lengthPenalty = *o->getNumber("length_penalty");
+    options.minLength = *o->getInteger("min_length");
+    options.maxLength = *o->getInteger("max_length");
+    std::string file = o->getString("file")->str();
+    // Expected: "i ||| ids ||| score" lines, best first per input.
+    auto buffer = llvm::MemoryBuffer::getFile(fixturePath(name(), file));
+    ASSERT_TRUE(static_cast<bool>(buffer)) << file;
+    std::vector<std::vector<Hypothesis>> expected(src.size());
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines) {
+      llvm::SmallVector<llvm::StringRef> parts;
+      line.split(parts, "|||");
+      ASSERT_EQ(parts.size(), 3u) << line.str();
+      size_t index;
+      ASSERT_FALSE(parts[0].trim().getAsInteger(10, index));
+      Hypothesis h;
+      llvm::SmallVector<llvm::StringRef> ids;
+      parts[1].split(ids, ' ', -1, false);
+      for (llvm::StringRef id : ids) {
+        int32_t v;
+        ASSERT_FALSE(id.getAsInteger(10, v));
+        h.ids.push_back(v);
+      }
+      ASSERT_FALSE(parts[2].trim().getAsDouble(h.score));
+      ASSERT_LT(index, expected.size());
+      expected[index].push_back(std::move(h));
+    }
+    auto out = model().translateBeam(src, options);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    for (size_t i = 0; i < src.size(); ++i) {
+      ASSERT_EQ((*out)[i].size(), expected[i].size()) << file << " input " << i;
+      for (size_t k = 0; k < expected[i].size(); ++k) {
+        EXPECT_EQ((*out)[i][k].ids, expected[i][k].ids)
+            << file << " input " << i << " rank " << k;
+        EXPECT_NEAR((*out)[i][k].score, expected[i][k].score, 1e-4)
+            << file << " input " << i << " rank " << k;
+      }
+    }
+  }
+}
+
+TEST_P(Reference, BeamOfOneIsGreedy) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  SearchOptions options;
+  options.maxLength = 15;
+  auto greedy = model().translate(src, options);
+  options.beamSize = 1;
+  auto beam = model().translateBeam(src, options);
+  ASSERT_TRUE(greedy && beam);
+  for (size_t i = 0; i < src.size(); ++i) {
+    ASSERT_EQ((*beam)[i].size(), 1u);
+    EXPECT_EQ((*beam)[i][0].ids, (*greedy)[i]) << "row " << i;
+  }
+}
+
+TEST_P(Reference, RowsAreIndependentOfTheirBatch) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  SearchOptions options;
+  options.maxLength = 12;
+  auto together = model().translate(src, options);
+  ASSERT_TRUE(static_cast<bool>(together));
+  for (size_t i = 0; i < src.size(); ++i) {
+    auto alone = model().translate({src[i]}, options);
+    ASSERT_TRUE(static_cast<bool>(alone));
+    EXPECT_EQ((*alone)[0], (*together)[i]) << "row " << i;
+  }
+  // The same rows in reverse order, with a long and a length-1 source.
+  TokenRows reversed(src.rbegin(), src.rend());
+  auto backwards = model().translate(reversed, options);
+  ASSERT_TRUE(static_cast<bool>(backwards));
+  for (size_t i = 0; i < src.size(); ++i)
+    EXPECT_EQ((*backwards)[src.size() - 1 - i], (*together)[i]) << "row " << i;
+}
+
+TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
+  Session &s = model();
+  SpecialIds special = s.specialIds();
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  SearchOptions options;
+  options.maxLength = 10;
+  auto out = s.translate(src, options);
+  ASSERT_TRUE(static_cast<bool>(out));
+  TokenRows targets;
+  for (const auto &ids : *out) {
+    std::vector<int32_t> t{special.bos};
+    t.insert(t.end(), ids.begin(), ids.end());
+    targets.push_back(std::move(t));
+  }
+  auto logits = s.forward(src, targets);
+  ASSERT_TRUE(static_cast<bool>(logits));
+  for (size_t b = 0; b < src.size(); ++b) {
+    const std::vector<int32_t> &ids = (*out)[b];
+    for (size_t t = 0; t <= ids.size() && t < 10; ++t) {
+      const float *row =
+          logits->values.data() + (b * logits->steps + t) * logits->vocab;
+      int32_t best = bestToken(row, logits->vocab, special, true);
+      int32_t next = t < ids.size() ? ids[t] : special.eos;
+      EXPECT_EQ(best, next) << "row " << b << " step " << t;
+    }
+  }
+}
+
+std::vector<bool> kernelPaths() {
+  if (haveLibraryKernels())
+    return {false, true};
+  return {false};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Reference,
+    ::testing::Combine(::testing::ValuesIn(fixtureNames()),
+                       ::testing::ValuesIn(kernelPaths())),
+    [](const auto &info) {
+      std::string n = std::get<0>(info.param);
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n + (std::get<1>(info.param) ? "_onednn" : "_loops");
+    });
+
+} // namespace

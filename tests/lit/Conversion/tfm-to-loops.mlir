@@ -1,0 +1,84 @@
+// RUN: tfm-opt %s -split-input-file --tfm-to-loops | FileCheck %s
+
+// Destination-passing style: the result becomes a trailing argument that
+// keeps the result's attributes; the op becomes a call to an outlined
+// kernel; the intermediate buffer is freed.
+// CHECK-LABEL: func.func @linear
+// CHECK-SAME: (%[[X:.+]]: memref<?x?x8xf32>, %[[W:.+]]: memref<16x8xf32>, %[[B:.+]]: memref<16xf32>, %[[OUT:.+]]: memref<?x?x16xf32> {tfm.output = "y"})
+// CHECK: %[[BUF:.+]] = memref.alloc(%{{.+}}, %{{.+}}) {alignment = 64 : i64} : memref<?x?x16xf32>
+// CHECK: call @tfm_linear_relu.DxDx8.16x8.16.DxDx16(%[[X]], %[[W]], %[[B]], %[[BUF]])
+// CHECK: memref.copy %[[BUF]], %[[OUT]]
+// CHECK: memref.dealloc %[[BUF]]
+// CHECK: return
+// CHECK: func.func private @tfm_linear_relu.DxDx8.16x8.16.DxDx16
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: arith.mulf {{.+}} fastmath<reassoc,contract>
+// CHECK: arith.maximumf
+func.func @linear(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<?x?x16xf32> {tfm.output = "y"}) {
+  %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Two layers with the same shapes share one kernel.
+// CHECK-LABEL: func.func @shared_kernel
+// CHECK: call @[[K:tfm_add_layer_norm[^(]+]](
+// CHECK: call @[[K]](
+// CHECK-COUNT-1: func.func private @tfm_add_layer_norm
+// CHECK-NOT: func.func private @tfm_add_layer_norm
+func.func @shared_kernel(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %a = tfm.add_layer_norm %x, %x, %g, %g eps 1.0e-5 : tensor<?x?x8xf32>, tensor<8xf32>
+  %b = tfm.add_layer_norm %a, %x, %g, %g eps 1.0e-5 : tensor<?x?x8xf32>, tensor<8xf32>
+  return %b : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Attention: masks are loop bounds (key lengths, causal position, cached
+// length), the softmax is online (running max/sum carried by the key loop),
+// and no buffer of rank 4 ([batch, heads, q_len, k_len]) exists anywhere.
+// CHECK-LABEL: func.func @attention
+// CHECK-NOT: memref.alloc{{.*}}memref<?x?x?x?x
+// CHECK: func.func private @tfm_attention_causal_h2
+// CHECK: memref.load %{{.+}} : memref<?xi32>
+// CHECK: arith.minsi
+// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (f32, f32)
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: math.exp
+// CHECK-NOT: memref.alloc
+func.func @attention(%q: tensor<?x?x8xf32>, %k: memref<?x?x8xf32>, %l: tensor<?xi32>, %p: index) -> tensor<?x?x8xf32> {
+  %o = tfm.attention causal %q, %k, %k heads 2 scale 0.5 key_lengths(%l) query_offset(%p) kv_length(%p)
+      : (tensor<?x?x8xf32>, memref<?x?x8xf32>, memref<?x?x8xf32>, tensor<?xi32>, index, index) -> tensor<?x?x8xf32>
+  return %o : tensor<?x?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cache_write
+// CHECK-SAME: (%[[V:.+]]: memref<?x1x8xf32>, %[[C:.+]]: memref<?x?x8xf32>, %[[P:.+]]: index)
+// CHECK: call @tfm_cache_write.Dx1x8.DxDx8.i(%[[V]], %[[C]], %[[P]])
+func.func @cache_write(%v: tensor<?x1x8xf32>, %c: memref<?x?x8xf32>, %p: index) {
+  tfm.cache_write %v, %c[%p] : tensor<?x1x8xf32>, memref<?x?x8xf32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @embed
+// CHECK: call @tfm_embedding_scaled.DxDi32.40x8.DxDx8
+// CHECK: call @tfm_positional_encoding.DxDx8.64x8.i.DxDx8
+// CHECK: func.func private @tfm_embedding_scaled
+// CHECK: arith.index_cast
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+func.func @embed(%ids: tensor<?x?xi32>, %t: tensor<40x8xf32>, %pe: tensor<64x8xf32>) -> tensor<?x?x8xf32> {
+  %e = tfm.embedding %ids, %t scale 2.0 : (tensor<?x?xi32>, tensor<40x8xf32>) -> tensor<?x?x8xf32>
+  %p = tfm.positional_encoding %e, %pe : tensor<?x?x8xf32>, tensor<64x8xf32>
+  return %p : tensor<?x?x8xf32>
+}

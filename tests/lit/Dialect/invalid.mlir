@@ -1,0 +1,225 @@
+// RUN: tfm-opt %s -split-input-file -verify-diagnostics
+
+func.func @embedding_width(%ids: tensor<?x?xi32>, %t: tensor<40x8xf32>) {
+  // expected-error @+1 {{result width 16 does not match the table width 8}}
+  %e = tfm.embedding %ids, %t scale 1.0 : (tensor<?x?xi32>, tensor<40x8xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_rows(%ids: tensor<2x3xi32>, %t: tensor<40x8xf32>) {
+  // expected-error @+1 {{result rows must match the ids shape}}
+  %e = tfm.embedding %ids, %t scale 1.0 : (tensor<2x3xi32>, tensor<40x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @positional_width(%x: tensor<?x?x8xf32>, %pe: tensor<64x4xf32>) {
+  // expected-error @+1 {{table width 4 does not match the input width 8}}
+  %p = tfm.positional_encoding %x, %pe : tensor<?x?x8xf32>, tensor<64x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in(%x: tensor<?x?x8xf32>, %w: tensor<16x4xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{linear weight has 4 input features, expected 8}}
+  %y = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x4xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_out(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{linear weight has 16 output features, expected 12}}
+  %y = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x12xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<15xf32>) {
+  // expected-error @+1 {{linear bias has 15 elements, expected 16}}
+  %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<15xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_rows(%x: tensor<2x3x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{result rows must match the input rows}}
+  %y = tfm.linear relu %x, %w, %b : tensor<2x3x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<2x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_width(%x: tensor<?x?x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{weight has 4 elements, expected 8}}
+  %n = tfm.layer_norm %x, %g, %g eps 1.0e-5 : tensor<?x?x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @norm_eps(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{epsilon must be positive}}
+  %n = tfm.add_layer_norm %x, %x, %g, %g eps 0.0 : tensor<?x?x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_heads(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{heads (3) must divide the model dimension (8)}}
+  %a = tfm.multi_head_attention none %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 3
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_padding_needs_lengths(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{padding mask requires key_lengths}}
+  %a = tfm.multi_head_attention padding %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_lengths_without_mask(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{key_lengths given but the mask kind is none}}
+  %a = tfm.multi_head_attention none %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2 key_lengths(%l)
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?xi32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_lengths_rows(%x: tensor<2x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %l: tensor<3xi32>) {
+  // expected-error @+1 {{key_lengths has 3 rows, expected 2}}
+  %a = tfm.multi_head_attention padding %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2 key_lengths(%l)
+      : (tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<3xi32>) -> tensor<2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_kv_width(%x: tensor<?x?x8xf32>, %m: tensor<?x?x4xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{key_value width 4 does not match the query width 8}}
+  %a = tfm.multi_head_attention none %x, %m weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2
+      : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_kv_batch(%x: tensor<2x?x8xf32>, %m: tensor<3x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{query and key_value batch sizes differ}}
+  %a = tfm.multi_head_attention none %x, %m weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2
+      : (tensor<2x?x8xf32>, tensor<3x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_weight(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{value weight has 4 input features, expected 8}}
+  %a = tfm.multi_head_attention none %x, %x weights(%w, %b, %w, %b, %v, %b, %w, %b) heads 2
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x4xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_cache_width(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %c: memref<?x?x4xf32>, %s: index) {
+  // expected-error @+1 {{cache width 4 does not match the model width 8}}
+  %a = tfm.multi_head_attention causal %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2 cache(%c, %c) at %s
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, memref<?x?x4xf32>, memref<?x?x4xf32>, index) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_cache_types(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %c: memref<?x?x8xf32>, %d: memref<2x?x8xf32>, %s: index) {
+  // expected-error @+1 {{key and value caches must have the same type}}
+  %a = tfm.multi_head_attention causal %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2 cache(%c, %d) at %s
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, memref<?x?x8xf32>, memref<2x?x8xf32>, index) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mha_cache_needs_position(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %c: memref<?x?x8xf32>) {
+  // expected-error @+1 {{a cache needs both caches and a position}}
+  %a = tfm.multi_head_attention causal %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 2 cache(%c, %c)
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, memref<?x?x8xf32>, memref<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dynamic_width(%q: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{model dimension must be static}}
+  %o = tfm.attention none %q, %q, %q heads 2 scale 1.0 : (tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_width(%q: tensor<?x?x8xf32>, %k: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{key/value width 4 does not match the query width 8}}
+  %o = tfm.attention none %q, %k, %k heads 2 scale 1.0 : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_lengths(%q: tensor<?x?x8xf32>, %k: tensor<?x5x8xf32>, %v: tensor<?x6x8xf32>) {
+  // expected-error @+1 {{keys and values have different lengths}}
+  %o = tfm.attention none %q, %k, %v heads 2 scale 1.0 : (tensor<?x?x8xf32>, tensor<?x5x8xf32>, tensor<?x6x8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x?x8xf32>, %k: tensor<3x?x8xf32>) {
+  // expected-error @+1 {{query and key/value batch sizes differ}}
+  %o = tfm.attention none %q, %k, %k heads 2 scale 1.0 : (tensor<2x?x8xf32>, tensor<3x?x8xf32>, tensor<3x?x8xf32>) -> tensor<2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_offset(%q: tensor<?x?x8xf32>, %s: index) {
+  // expected-error @+1 {{query_offset only applies to a causal mask}}
+  %o = tfm.attention none %q, %q, %q heads 2 scale 1.0 query_offset(%s) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, index) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads_positive(%q: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{attribute 'num_heads' failed to satisfy constraint}}
+  %o = tfm.attention none %q, %q, %q heads 0 scale 1.0 : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_width(%x: tensor<?x?x8xf32>, %c: memref<?x?x4xf32>, %s: index) {
+  // expected-error @+1 {{value width 8 does not match the cache width 4}}
+  tfm.cache_write %x, %c[%s] : tensor<?x?x8xf32>, memref<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_batch(%x: tensor<2x?x8xf32>, %c: memref<3x?x8xf32>, %s: index) {
+  // expected-error @+1 {{value and cache batch sizes differ}}
+  tfm.cache_write %x, %c[%s] : tensor<2x?x8xf32>, memref<3x?x8xf32>
+  return
+}

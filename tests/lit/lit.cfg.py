@@ -1,0 +1,24 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "tfmc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tfmc_obj_root, "tests", "lit")
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+# FileCheck, not and count live in the LLVM tools directory.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["tfm-opt", "tfmc"], [os.path.join(config.tfmc_obj_root, "bin")])
+config.substitutions.append(
+    ("%fixtures", os.path.join(config.tfmc_src_root, "tests", "e2e", "fixtures")))
+config.substitutions.append(("%python", config.python_executable))
+if config.tfmc_onednn:
+    config.available_features.add("onednn")
