@@ -34,8 +34,9 @@ def main():
 
     arch, src_v, tgt_v = PRESETS[args.preset]
     torch.manual_seed(args.seed)
-    model = ref.random_init(ref.TranslationTransformer(arch, src_v, tgt_v).eval(), args.seed,
-                            qk_gain=4.0, out_gain=2.0)
+    # Unit gains keep a random 12-layer model well conditioned: its float32
+    # and float64 logits agree to ~1e-5, so tfmc can be checked to 1e-4.
+    model = ref.random_init(ref.TranslationTransformer(arch, src_v, tgt_v).eval(), args.seed)
     ref.export(model, args.out)
     rng = random.Random(args.seed)
     longest = min(args.max_src_len, arch["max_len"] - 1)
