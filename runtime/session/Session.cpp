@@ -8,11 +8,17 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 using namespace tfmc;
 using namespace tfmc::runtime;
+
+static double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
 
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -328,8 +334,10 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
   auto decoder = std::make_unique<BatchDecoder>(
       *this, padSources(sources, maxSourceTokens(), specialIds()), maxSteps,
       slotsPerRow);
+  auto start = std::chrono::steady_clock::now();
   if (llvm::Error e = decoder->encode())
     return std::move(e);
+  encodeTime += secondsSince(start);
   return std::move(decoder);
 }
 
@@ -345,7 +353,9 @@ Session::translateBeam(const TokenRows &sources,
       startDecoding(sources, effective.maxLength, effective.beamSize);
   if (!decoder)
     return decoder.takeError();
+  auto start = std::chrono::steady_clock::now();
   auto result = beamSearch(**decoder, effective, specialIds());
+  decodeTime += secondsSince(start);
   if (llvm::Error e = (*decoder)->takeError())
     return std::move(e);
   return result;
@@ -362,7 +372,9 @@ llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
   auto decoder = startDecoding(sources, effective.maxLength, 1);
   if (!decoder)
     return decoder.takeError();
+  auto start = std::chrono::steady_clock::now();
   auto result = greedySearch(**decoder, effective, specialIds());
+  decodeTime += secondsSince(start);
   if (llvm::Error e = (*decoder)->takeError())
     return std::move(e);
   return result;

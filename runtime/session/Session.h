@@ -64,6 +64,11 @@ public:
   llvm::Expected<std::vector<std::vector<Hypothesis>>>
   translateBeam(const TokenRows &sources, const SearchOptions &options);
 
+  /// Seconds spent in the encoder and in decoding steps since the session
+  /// opened (for throughput reports).
+  double encodeSeconds() const { return encodeTime; }
+  double decodeSeconds() const { return decodeTime; }
+
   /// Runs the encoder on `sources` and returns a decoder whose slots are
   /// the rows, with KV caches for `maxSteps` positions and room for
   /// `slotsPerRow` hypotheses per row.
@@ -80,6 +85,7 @@ private:
   frontend::Model loaded;
   std::unique_ptr<CompiledModel> compiledModel;
   std::vector<float> positionalTable;
+  double encodeTime = 0, decodeTime = 0;
   struct Frames;
   std::unique_ptr<Frames> frames;
 };

@@ -17,10 +17,12 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
@@ -147,6 +149,11 @@ int main(int argc, char **argv) {
   cl::opt<bool> scores("scores",
                        cl::desc("Write 'i ||| translation ||| score' lines"),
                        cl::sub(translateCommand), cl::cat(category));
+  cl::opt<bool> stats(
+      "stats",
+      cl::desc("Print load/JIT, encoder and decoder times and tokens/s to "
+               "stderr"),
+      cl::sub(translateCommand), cl::cat(category));
   cl::opt<int> threads("threads", cl::desc("Threads for compiled code"),
                        cl::init(1), cl::sub(translateCommand),
                        cl::cat(category));
@@ -220,9 +227,13 @@ int main(int argc, char **argv) {
     sessionOptions.dumpDir = dumpIR;
     sessionOptions.threads = threads;
     sessionOptions.useLibraryKernels = library;
+    auto loadStart = std::chrono::steady_clock::now();
     auto session = runtime::Session::open(model, sessionOptions);
     if (!session)
       return fail(session.takeError());
+    double loadSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - loadStart)
+                             .count();
     auto os = openOutput(output);
     if (!os)
       return fail(os.takeError());
@@ -235,12 +246,22 @@ int main(int argc, char **argv) {
     options.search.lengthPenalty = lengthPenalty;
     options.scores = scores || nBest > 0;
     options.nBest = nBest > 0 ? int64_t(nBest) : 1;
-    auto stats = runtime::translateStream(
+    auto result = runtime::translateStream(
         **session, input.empty() ? std::cin : file, **os, llvm::errs(),
         options);
-    if (!stats)
-      return fail(stats.takeError());
-    return stats->badLines ? 1 : 0;
+    if (!result)
+      return fail(result.takeError());
+    if (stats) {
+      const runtime::Session &s = **session;
+      double decode = s.decodeSeconds();
+      llvm::errs() << llvm::formatv(
+          "tfmc: {0} lines, {1} tokens; load+compile {2:f3} s (JIT {3:f3} "
+          "s), encode {4:f3} s, decode {5:f3} s, {6:f1} tokens/s\n",
+          result->lines, result->generatedTokens, loadSeconds,
+          s.compiled().compileSeconds(), s.encodeSeconds(), decode,
+          decode > 0 ? result->generatedTokens / decode : 0.0);
+    }
+    return result->badLines ? 1 : 0;
   }
 
   if (forwardCommand) {

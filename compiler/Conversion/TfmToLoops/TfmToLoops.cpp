@@ -543,6 +543,12 @@ struct FuncToDestinationStyle : public OpConversionPattern<func::FuncOp> {
                              : rewriter.getDictionaryAttr({}));
 
     rewriter.modifyOpInPlace(op, [&] {
+      // Entry functions are straight-line sequences of kernel calls: nothing
+      // to optimise, and code generation for them is the slowest part of
+      // the JIT when optimised.
+      op->setAttr("passthrough",
+                  rewriter.getArrayAttr({rewriter.getStringAttr("noinline"),
+                                         rewriter.getStringAttr("optnone")}));
       op.setType(rewriter.getFunctionType(signature.getConvertedTypes(), {}));
       op.setArgAttrsAttr(rewriter.getArrayAttr(argAttrs));
       op.removeResAttrsAttr();
