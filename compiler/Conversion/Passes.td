@@ -31,4 +31,15 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def TfmDropArgumentRoles : Pass<"tfm-drop-argument-roles", "ModuleOp"> {
+  let summary = "removes the tfm.* role attributes from function arguments";
+  let description = [{
+    The `tfm.weight`, `tfm.input`, `tfm.cache` and `tfm.output` attributes
+    tell the runtime how to bind arguments; it reads them at the `loops`
+    stage. LLVM has no use for them (the translation to LLVM IR warns about
+    each one, printing the whole function, which made the JIT several times
+    slower), so they are dropped before the lowering to the LLVM dialect.
+  }];
+}
+
 #endif // COMPILER_CONVERSION_PASSES_TD

@@ -38,10 +38,21 @@ mlir::tfm::makeHostOptimizer(llvm::TargetMachine *tm,
   auto optimize = makeOptimizingTransformer(options.optLevel, 0, tm);
   bool prefer512 = options.prefer512;
   return [optimize, prefer512](llvm::Module *m) -> llvm::Error {
-    if (prefer512)
-      for (llvm::Function &f : *m)
-        if (!f.isDeclaration())
-          f.addFnAttr("prefer-vector-width", "512");
+    for (llvm::Function &f : *m) {
+      if (f.isDeclaration())
+        continue;
+      if (prefer512)
+        f.addFnAttr("prefer-vector-width", "512");
+      // The C-interface and packed wrappers only unpack memref descriptors
+      // into a call with hundreds of scalar arguments: one huge basic block
+      // that the optimising instruction scheduler takes seconds over, for
+      // no run-time gain.
+      if (f.getName().starts_with("_mlir_")) {
+        f.removeFnAttr(llvm::Attribute::AlwaysInline);
+        f.addFnAttr(llvm::Attribute::NoInline);
+        f.addFnAttr(llvm::Attribute::OptimizeNone);
+      }
+    }
     return optimize(m);
   };
 }

@@ -69,6 +69,7 @@ void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
 }
 
 void mlir::tfm::buildLLVMPipeline(OpPassManager &pm, const PipelineOptions &) {
+  pm.addPass(createTfmDropArgumentRoles());
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -1,9 +1,10 @@
 //===- OneDnnLinear.cpp - linear layers through oneDNN matmul -------------===//
 //
-// y[M, N] = act(x[M, K] · Wᵀ + b) with W in PyTorch's [N, K] layout, read in
-// place as a [K, N] matrix with strides (1, K). One primitive per
-// (M, K, N, activation) is created on first use and cached; oneDNN 2.x
-// exceptions are caught here and recorded for the runtime.
+// y[M, N] = act(x[M, K] · Wᵀ + b) with W in PyTorch's [N, K] layout, as a
+// oneDNN inner product (forward inference) with a bias and an eltwise
+// post-op. One primitive per (M, K, N, activation) is created on first use
+// and cached; oneDNN 2.x exceptions are caught here and recorded for the
+// runtime.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
@@ -31,7 +32,7 @@ struct LinearKey {
 
 struct LinearPrimitive {
   dnnl::memory::desc src, weights, bias, dst;
-  dnnl::matmul matmul;
+  dnnl::primitive primitive;
 };
 
 class OneDnn {
@@ -59,7 +60,7 @@ public:
       dnnl::memory weights(p.weights, engine, w.aligned + w.offset);
       dnnl::memory bias(p.bias, engine, b.aligned + b.offset);
       dnnl::memory dst(p.dst, engine, y.aligned + y.offset);
-      p.matmul.execute(stream, {{DNNL_ARG_SRC, src},
+      p.primitive.execute(stream, {{DNNL_ARG_SRC, src},
                                 {DNNL_ARG_WEIGHTS, weights},
                                 {DNNL_ARG_BIAS, bias},
                                 {DNNL_ARG_DST, dst}});
@@ -99,10 +100,9 @@ private:
     using tag = dnnl::memory::format_tag;
     LinearPrimitive p;
     p.src = dnnl::memory::desc({key.m, key.k}, dt::f32, tag::ab);
-    // W is [N, K] row-major: as a [K, N] matrix its strides are (1, K).
-    p.weights = dnnl::memory::desc({key.k, key.n}, dt::f32,
-                                   dnnl::memory::dims{1, key.k});
-    p.bias = dnnl::memory::desc({1, key.n}, dt::f32, tag::ab);
+    // An inner product takes W in PyTorch's [N, K] ("oi") layout as is.
+    p.weights = dnnl::memory::desc({key.n, key.k}, dt::f32, tag::oi);
+    p.bias = dnnl::memory::desc({key.n}, dt::f32, tag::a);
     p.dst = dnnl::memory::desc({key.m, key.n}, dt::f32, tag::ab);
     dnnl::primitive_attr attr;
     if (key.activation != static_cast<int32_t>(KernelActivation::None)) {
@@ -115,9 +115,10 @@ private:
                          0.0f, 0.0f);
       attr.set_post_ops(ops);
     }
-    dnnl::matmul::desc desc(p.src, p.weights, p.bias, p.dst);
-    dnnl::matmul::primitive_desc pd(desc, attr, engine);
-    p.matmul = dnnl::matmul(pd);
+    dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                           p.src, p.weights, p.bias, p.dst);
+    dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine);
+    p.primitive = dnnl::inner_product_forward(pd);
     return cache.emplace(key, std::move(p)).first->second;
   }
 

@@ -60,6 +60,13 @@ describeArguments(mlir::func::FuncOp func) {
   return specs;
 }
 
+const CompiledFunction *CompiledModel::function(llvm::StringRef name) const {
+  for (const CompiledFunction &f : functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
 llvm::Expected<std::unique_ptr<CompiledModel>>
 CompiledModel::compile(const frontend::Architecture &arch,
                        int64_t sourceVocabSize, int64_t targetVocabSize,
@@ -72,8 +79,11 @@ CompiledModel::compile(const frontend::Architecture &arch,
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 
+  frontend::ImportOptions import;
+  import.encode = import.decodeStep = options.translation;
+  import.forward = options.teacherForcing;
   mlir::OwningOpRef<mlir::ModuleOp> module = frontend::importModel(
-      context, arch, sourceVocabSize, targetVocabSize);
+      context, arch, sourceVocabSize, targetVocabSize, import);
   using mlir::tfm::Stage;
   mlir::tfm::PipelineOptions pipeline;
   if (options.useLibraryKernels && !haveLibraryKernels())
@@ -85,6 +95,8 @@ CompiledModel::compile(const frontend::Architecture &arch,
     return std::move(e);
   for (const char *name : {"encode", "decode_step", "forward"}) {
     auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
+    if (!func)
+      continue;
     auto args = describeArguments(func);
     if (!args)
       return args.takeError();

@@ -46,6 +46,10 @@ struct CompileOptions {
   /// Linear layers call the runtime's library kernel (oneDNN) rather than
   /// compiled loops; needs a build with oneDNN.
   bool useLibraryKernels = false;
+  /// Which entry functions to compile: encode + decode_step (translation)
+  /// and forward (teacher forcing). Each costs JIT time.
+  bool translation = true;
+  bool teacherForcing = true;
 };
 
 class CompiledModel {
@@ -55,9 +59,8 @@ public:
           int64_t targetVocabSize, const CompileOptions &options = {});
   ~CompiledModel();
 
-  const CompiledFunction &encode() const { return functions[0]; }
-  const CompiledFunction &decodeStep() const { return functions[1]; }
-  const CompiledFunction &forward() const { return functions[2]; }
+  /// nullptr when the function was not compiled.
+  const CompiledFunction *function(llvm::StringRef name) const;
   /// Wall time spent in import + lowering + JIT, in seconds.
   double compileSeconds() const { return seconds; }
 

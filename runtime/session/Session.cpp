@@ -27,9 +27,15 @@ static llvm::Error error(const llvm::Twine &message) {
 /// One call frame per compiled function, with weights and the positional
 /// table bound once.
 struct Session::Frames {
-  CallFrame encode, decodeStep, forward;
-  explicit Frames(const CompiledModel &m)
-      : encode(m.encode()), decodeStep(m.decodeStep()), forward(m.forward()) {}
+  std::unique_ptr<CallFrame> encode, decodeStep, forward;
+  explicit Frames(const CompiledModel &m) {
+    if (const CompiledFunction *f = m.function("encode"))
+      encode = std::make_unique<CallFrame>(*f);
+    if (const CompiledFunction *f = m.function("decode_step"))
+      decodeStep = std::make_unique<CallFrame>(*f);
+    if (const CompiledFunction *f = m.function("forward"))
+      forward = std::make_unique<CallFrame>(*f);
+  }
 };
 
 static void bindConstants(CallFrame &frame, const frontend::Model &model,
@@ -71,6 +77,8 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   CompileOptions compileOptions;
   compileOptions.dumpDir = options.dumpDir;
   compileOptions.useLibraryKernels = options.useLibraryKernels;
+  compileOptions.translation = options.translation;
+  compileOptions.teacherForcing = options.teacherForcing;
   setKernelThreads(std::max(options.threads, 1));
   auto compiled =
       CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
@@ -81,9 +89,11 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   session->positionalTable =
       sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
   session->frames = std::make_unique<Frames>(*session->compiledModel);
-  for (CallFrame *f : {&session->frames->encode, &session->frames->decodeStep,
-                       &session->frames->forward})
-    bindConstants(*f, m, session->positionalTable);
+  for (CallFrame *f :
+       {session->frames->encode.get(), session->frames->decodeStep.get(),
+        session->frames->forward.get()})
+    if (f)
+      bindConstants(*f, m, session->positionalTable);
   return std::move(session);
 }
 
@@ -142,6 +152,8 @@ SourceBatch padSources(const TokenRows &sources, int64_t maxTokens,
 
 llvm::Expected<Logits> Session::forward(const TokenRows &sources,
                                         const TokenRows &targets) {
+  if (!frames->forward)
+    return error("this session was opened without teacher forcing");
   if (sources.size() != targets.size())
     return error(llvm::formatv("{0} source rows but {1} target rows",
                                sources.size(), targets.size()));
@@ -178,7 +190,7 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   logits.steps = steps;
   logits.vocab = loaded.targetVocab.size();
   logits.values.assign(rows * steps * logits.vocab, 0.0f);
-  CallFrame &f = frames->forward;
+  CallFrame &f = *frames->forward;
   f.bind("src_ids", src.ids.data(), {rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {rows});
   f.bind("tgt_ids", tgtIds.data(), {rows, steps});
@@ -197,7 +209,7 @@ class BatchDecoder : public IncrementalDecoder {
 public:
   BatchDecoder(Session &session, SourceBatch source, int64_t maxSteps,
                int64_t slotsPerRow)
-      : session(session), frame(session.frames->decodeStep),
+      : session(session), frame(*session.frames->decodeStep),
         src(std::move(source)), capacity(std::max<int64_t>(maxSteps, 1)) {
     const frontend::Architecture &arch = session.loaded.desc.arch;
     layers = arch.numDecoderLayers;
@@ -219,7 +231,7 @@ public:
   }
 
   llvm::Error encode() {
-    CallFrame &f = session.frames->encode;
+    CallFrame &f = *session.frames->encode;
     f.bind("src_ids", src.ids.data(), {src.rows, src.length});
     f.bind("src_lengths", src.lengths.data(), {src.rows});
     for (int64_t l = 0; l < layers; ++l) {
@@ -329,6 +341,8 @@ private:
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
                        int64_t slotsPerRow) {
+  if (!frames->encode || !frames->decodeStep)
+    return error("this session was opened without translation");
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
     return std::move(e);
   auto decoder = std::make_unique<BatchDecoder>(

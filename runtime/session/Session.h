@@ -24,6 +24,10 @@ struct SessionOptions {
   int threads = 1;
   /// Linear layers through oneDNN (when built with it) or compiled loops.
   bool useLibraryKernels = haveLibraryKernels();
+  /// Compile what translate() needs (encode, decode_step) and what
+  /// forward() needs; leaving one out saves its JIT time.
+  bool translation = true;
+  bool teacherForcing = true;
 };
 
 /// Teacher-forced logits [batch, steps, vocab], row-major.

@@ -227,6 +227,7 @@ int main(int argc, char **argv) {
     sessionOptions.dumpDir = dumpIR;
     sessionOptions.threads = threads;
     sessionOptions.useLibraryKernels = library;
+    sessionOptions.teacherForcing = false;
     auto loadStart = std::chrono::steady_clock::now();
     auto session = runtime::Session::open(model, sessionOptions);
     if (!session)
@@ -278,6 +279,7 @@ int main(int argc, char **argv) {
       return fail(tgt.takeError());
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = library;
+    sessionOptions.translation = false;
     auto session = runtime::Session::open(model, sessionOptions);
     if (!session)
       return fail(session.takeError());

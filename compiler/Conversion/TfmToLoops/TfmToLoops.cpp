@@ -65,23 +65,43 @@ static std::string kernelName(StringRef base, TypeRange types) {
 /// independent of the model's depth.
 static void
 callKernel(ConversionPatternRewriter &rewriter, Operation *op, StringRef base,
-           ValueRange args,
+           ValueRange operands,
            function_ref<void(KernelBuilder &, ValueRange)> body) {
   auto module = op->getParentOfType<ModuleOp>();
-  std::string name = kernelName(base, args.getTypes());
+  // Batch and sequence extents become dynamic (memref.cast), so a decoder
+  // step ([B, 1, D]) and a whole sequence ([B, T, D]) share one kernel.
+  SmallVector<Value> args;
+  for (Value v : operands) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    bool activations = type && type.getRank() == 3;
+    bool tokens = type && type.getElementType().isInteger(32);
+    if (!activations && !tokens) {
+      args.push_back(v);
+      continue;
+    }
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = ShapedType::kDynamic;
+    if (shape.size() > 1)
+      shape[1] = ShapedType::kDynamic;
+    auto general = MemRefType::get(shape, type.getElementType());
+    args.push_back(general == type ? v
+                                   : rewriter.create<memref::CastOp>(
+                                         op->getLoc(), general, v));
+  }
+  std::string name = kernelName(base, ValueRange(args).getTypes());
   auto kernel = module.lookupSymbol<func::FuncOp>(name);
   if (!kernel) {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToEnd(module.getBody());
     Location loc = NameLoc::get(rewriter.getStringAttr(name));
     kernel = rewriter.create<func::FuncOp>(
-        loc, name, rewriter.getFunctionType(args.getTypes(), {}));
+        loc, name, rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
     kernel.setPrivate();
     kernel->setAttr("passthrough",
                     rewriter.getArrayAttr({rewriter.getStringAttr("noinline")}));
     SmallVector<Location> locs(args.size(), loc);
     Block *entry = rewriter.createBlock(&kernel.getBody(), {},
-                                        args.getTypes(), locs);
+                                        ValueRange(args).getTypes(), locs);
     rewriter.setInsertionPointToStart(entry);
     KernelBuilder k(rewriter, loc);
     body(k, entry->getArguments());

@@ -1,0 +1,144 @@
+"""tfmc vs PyTorch eager on a random base model: tokens/s, ratios, limits.
+
+    /usr/bin/python3 bench/run.py [--work /tmp/tfmc-bench] [--batches 1,16,64] [--threads 1,2]
+
+Builds (once) a random base model with tests/reference/make_model.py
+(d_model 512, 8 heads, 6+6 layers, d_ff 2048, vocab 8000), 32-token
+sources, and for every batch size x thread count runs `tfmc translate
+--ids --stats` and bench/pytorch_eager.py in the same run, each generating
+exactly --steps tokens per sentence (greedy, eos barred). Model load and
+JIT time are excluded from tokens/s and reported separately. Prints a
+markdown table. Needs build/ (scripts/setup.sh) and Debian's python3-torch.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+
+
+def run(cmd):
+    """Runs cmd; returns (stdout, stderr, peak RSS in MB)."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    # Read both pipes (stderr is small), then reap the child with wait4 to
+    # get its own resource usage.
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{err}")
+    return out, err, usage.ru_maxrss / 1024.0
+
+
+def flops_per_token(a, src_len, steps, vocab):
+    """Multiply-adds x2 of one generated token with a KV cache (average
+    self-attention length steps/2), cross keys/values precomputed."""
+    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
+    dense = 2 * (4 * d * d + 2 * d * d + 2 * d * ff)
+    attention = 2 * 2 * d * (steps / 2 + src_len)
+    return L * (dense + attention) + 2 * d * vocab
+
+
+def weight_bytes_per_step(a, vocab):
+    """Bytes of weights one decoder step reads at batch 1."""
+    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
+    per_layer = 4 * d * d + 2 * d * d + 2 * d * ff + 8 * d + ff
+    return 4 * (L * per_layer + vocab * d + vocab)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--work", default="/tmp/tfmc-bench")
+    p.add_argument("--batches", default="1,16,64")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--steps", type=int, default=64)
+    p.add_argument("--src-len", type=int, default=32, help="source tokens, eos included")
+    p.add_argument("--sentences", type=int, default=0,
+                   help="sentences per run (default: max(4, batch) for batch 1, else batch)")
+    p.add_argument("--skip-pytorch", action="store_true")
+    args = p.parse_args()
+
+    tfmc = os.path.join(ROOT, "build", "bin", "tfmc")
+    machine = os.path.join(ROOT, "build", "bin", "tfmc-bench-machine")
+    model_dir = os.path.join(args.work, "base")
+    if not os.path.exists(os.path.join(model_dir, "model.json")):
+        subprocess.run([PY, os.path.join(ROOT, "tests", "reference", "make_model.py"),
+                        "--preset", "base", "--seed", "1", "--out", model_dir], check=True)
+    arch = json.load(open(os.path.join(model_dir, "model.json")))["architecture"]
+    vocab = 8000
+    rng = random.Random(7)
+    src = os.path.join(args.work, "src.ids")
+    with open(src, "w") as f:
+        for _ in range(64):
+            f.write(" ".join(str(rng.randrange(4, vocab)) for _ in range(args.src_len - 1)) + "\n")
+
+    limits = {}
+    for t in sorted({int(x) for x in args.threads.split(",")}):
+        if os.path.exists(machine):
+            limits[t] = json.loads(run([machine, "--threads", str(t)])[0])
+    fpt = flops_per_token(arch, args.src_len, args.steps, vocab)
+    wbytes = weight_bytes_per_step(arch, vocab)
+
+    rows = []
+    for threads in [int(x) for x in args.threads.split(",")]:
+        for batch in [int(x) for x in args.batches.split(",")]:
+            n = args.sentences or (4 if batch == 1 else batch)
+            inp = os.path.join(args.work, f"src-{n}.ids")
+            with open(src) as f, open(inp, "w") as g:
+                g.writelines(f.readlines()[:n])
+            _, err, rss = run([tfmc, "translate", os.path.join(model_dir, "model.json"), "--ids",
+                               "-i", inp, "--min-length", str(args.steps), "--max-length",
+                               str(args.steps), "--batch-size", str(batch), "--threads",
+                               str(threads), "--stats"])
+            m = re.search(r"(\d+) tokens; load\+compile ([\d.]+) s \(JIT ([\d.]+) s\), "
+                          r"encode ([\d.]+) s, decode ([\d.]+) s, ([\d.]+) tokens/s", err)
+            if not m:
+                sys.exit(f"bench: no stats from tfmc:\n{err}")
+            tokens, load, jit, enc, dec, tps = m.groups()
+            row = dict(batch=batch, threads=threads, tfmc=float(tps), load=float(load),
+                       jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
+                       step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
+            if not args.skip_pytorch:
+                out, _, prss = run([PY, os.path.join(ROOT, "bench", "pytorch_eager.py"), "--model",
+                                    model_dir, "--src", inp, "--batch-size", str(batch),
+                                    "--steps", str(args.steps), "--threads", str(threads)])
+                pt = json.loads(out)
+                row.update(torch=pt["tokens_per_s"], torch_rss=prss)
+            rows.append(row)
+            print(f"bench: batch {batch} threads {threads}: tfmc {row['tfmc']:.1f} tok/s"
+                  + (f", pytorch {row['torch']:.1f} tok/s" if "torch" in row else ""),
+                  file=sys.stderr)
+
+    print(f"\nbase model, {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
+          f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
+          f"(batch 1)\n")
+    for t, lim in limits.items():
+        print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
+              f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s")
+    print()
+    print("| batch | threads | tfmc tok/s | PyTorch tok/s | ratio | tfmc GFLOP/s (% sgemm) | "
+          "step ms (bound ms) | encoder ms/batch | tfmc peak RSS MB | PyTorch RSS MB | load+JIT s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        lim = limits.get(r["threads"], {})
+        gf = r["tfmc"] * fpt / 1e9
+        peak = f"{gf:.1f} ({100 * gf / lim['sgemm_gflops']:.0f}%)" if lim else f"{gf:.1f}"
+        bound = f"{1000 * wbytes / (lim['read_gbs'] * 1e9):.2f}" if lim and r["batch"] == 1 else "-"
+        torch_tps = f"{r['torch']:.1f}" if "torch" in r else "-"
+        ratio = f"{r['tfmc'] / r['torch']:.2f}" if "torch" in r else "-"
+        torch_rss = f"{r['torch_rss']:.0f}" if "torch_rss" in r else "-"
+        print(f"| {r['batch']} | {r['threads']} | {r['tfmc']:.1f} | {torch_tps} | {ratio} | {peak} | "
+              f"{r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | {r['rss']:.0f} | {torch_rss} | "
+              f"{r['load']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
