@@ -62,7 +62,10 @@ func.func @attention(%q: tensor<?x?x8xf32>, %k: memref<?x?x8xf32>, %l: tensor<?x
 
 // CHECK-LABEL: func.func @cache_write
 // CHECK-SAME: (%[[V:.+]]: memref<?x1x8xf32>, %[[C:.+]]: memref<?x?x8xf32>, %[[P:.+]]: index)
-// CHECK: call @tfm_cache_write.Dx1x8.DxDx8.i(%[[V]], %[[C]], %[[P]])
+// The step's [B, 1, D] shape is generalised so the kernel is shared with
+// [B, T, D] callers.
+// CHECK: %[[VC:.+]] = memref.cast %[[V]] : memref<?x1x8xf32> to memref<?x?x8xf32>
+// CHECK: call @tfm_cache_write.DxDx8.DxDx8.i(%[[VC]], %[[C]], %[[P]])
 func.func @cache_write(%v: tensor<?x1x8xf32>, %c: memref<?x?x8xf32>, %p: index) {
   tfm.cache_write %v, %c[%p] : tensor<?x1x8xf32>, memref<?x?x8xf32>
   return
