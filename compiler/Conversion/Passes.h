@@ -18,8 +18,11 @@ namespace mlir::tfm {
 void populateTfmToLoopsPatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
 /// Patterns lowering tfm.linear to calls of the runtime's library kernel.
+/// Layers with fewer than `minRows` rows use the loop kernel instead (a run
+/// time choice).
 void populateTfmToLibraryCallPatterns(TypeConverter &converter,
-                                      RewritePatternSet &patterns);
+                                      RewritePatternSet &patterns,
+                                      int64_t minRows = 1);
 
 /// Name of the runtime's linear-layer kernel (C interface).
 inline constexpr const char *kLinearKernel = "tfm_rt_linear";

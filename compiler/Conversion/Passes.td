@@ -18,12 +18,18 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
 
     With `use-library-calls`, `tfm.linear` becomes a call of the runtime's
     `tfm_rt_linear` (C interface; oneDNN matmul with bias and activation)
-    and every other op still becomes loops.
+    and every other op still becomes loops. With `library-min-rows=N`, a
+    layer called with fewer than N rows (a decoder step at small batch: a
+    matrix-vector product bound by weight streaming) runs the loop kernel;
+    both are in the code and an `scf.if` on the row count picks one.
   }];
   let options = [
     Option<"useLibraryCalls", "use-library-calls", "bool", "false",
            "Lower linear layers to calls of the runtime's library kernel "
-           "(tfm_rt_linear, oneDNN matmul) instead of loops">
+           "(tfm_rt_linear, oneDNN inner product) instead of loops">,
+    Option<"libraryMinRows", "library-min-rows", "int64_t", "1",
+           "With library calls, layers with fewer rows (batch x sequence) "
+           "than this run the loop kernel instead, chosen at run time">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

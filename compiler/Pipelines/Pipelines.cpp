@@ -63,6 +63,7 @@ void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
                                    const PipelineOptions &options) {
   TfmToLoopsOptions loops;
   loops.useLibraryCalls = options.useLibraryCalls;
+  loops.libraryMinRows = options.libraryMinRows;
   pm.addPass(createTfmToLoops(loops));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

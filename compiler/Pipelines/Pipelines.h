@@ -31,6 +31,10 @@ struct PipelineOptions {
   /// Lower linear layers to the runtime's library kernel (oneDNN) instead
   /// of loops. Only for modules the runtime executes.
   bool useLibraryCalls = false;
+  /// With library calls: layers with fewer rows than this use the loop
+  /// kernel (measured on the base model: loops win up to 4 rows, oneDNN
+  /// from 16).
+  int64_t libraryMinRows = 8;
 };
 
 /// tfm -> fused: attention split into projections and the fused core,

@@ -201,6 +201,34 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
   llvm_unreachable("unknown activation");
 }
 
+/// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias).
+static void callLinearKernel(ConversionPatternRewriter &rewriter,
+                             Operation *op, Activation act, Value x, Value w,
+                             Value bias, Value out) {
+  std::string base = ("linear_" + stringifyActivation(act)).str();
+  callKernel(rewriter, op, base, {x, w, bias, out},
+             [&](KernelBuilder &k, ValueRange a) {
+               Value in = a[0], weight = a[1], b = a[2], result = a[3];
+               Value zero = k.index(0);
+               Value inFeatures = k.dim(weight, 1);
+               k.loop(zero, k.dim(in, 0), [&](Value r) {
+                 k.loop(zero, k.dim(in, 1), [&](Value t) {
+                   k.loop(zero, k.dim(weight, 0), [&](Value n) {
+                     Value dot = k.reduce(
+                         zero, inFeatures, {k.f32(0.0)},
+                         [&](Value i, ValueRange acc) {
+                           Value p = k.mul(k.load(in, {r, t, i}),
+                                           k.load(weight, {n, i}));
+                           return SmallVector<Value>{k.add(acc[0], p)};
+                         })[0];
+                     Value v = k.add(dot, k.load(b, {n}));
+                     k.store(applyActivation(k, act, v), result, {r, t, n});
+                   });
+                 });
+               });
+             });
+}
+
 struct LinearLowering : public TfmLowering<LinearOp> {
   using TfmLowering::TfmLowering;
   LogicalResult
@@ -208,29 +236,8 @@ struct LinearLowering : public TfmLowering<LinearOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder caller(rewriter, op.getLoc());
     Value out = allocRows(caller, resultType(op), adaptor.getInput());
-    Activation act = op.getActivation();
-    SmallVector<Value> args{adaptor.getInput(), adaptor.getWeight(),
-                            adaptor.getBias(), out};
-    std::string base = ("linear_" + stringifyActivation(act)).str();
-    callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
-      Value x = a[0], w = a[1], bias = a[2], result = a[3];
-      Value zero = k.index(0);
-      Value inFeatures = k.dim(w, 1);
-      k.loop(zero, k.dim(x, 0), [&](Value b) {
-        k.loop(zero, k.dim(x, 1), [&](Value t) {
-          k.loop(zero, k.dim(w, 0), [&](Value n) {
-            Value dot = k.reduce(zero, inFeatures, {k.f32(0.0)},
-                                 [&](Value i, ValueRange acc) {
-                                   Value p = k.mul(k.load(x, {b, t, i}),
-                                                   k.load(w, {n, i}));
-                                   return SmallVector<Value>{k.add(acc[0], p)};
-                                 })[0];
-            Value v = k.add(dot, k.load(bias, {n}));
-            k.store(applyActivation(k, act, v), result, {b, t, n});
-          });
-        });
-      });
-    });
+    callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+                     adaptor.getWeight(), adaptor.getBias(), out);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -238,14 +245,34 @@ struct LinearLowering : public TfmLowering<LinearOp> {
 
 /// tfm.linear -> call @tfm_rt_linear(x, w, b, y, activation), operands
 /// cast to fully dynamic memrefs so one declaration serves every shape.
+/// Below `minRows` rows (batch x sequence) the layer is a matrix-vector
+/// product bound by streaming the weights, where the loop kernel is faster
+/// than the library call: both are emitted, chosen by the row count at run
+/// time.
 struct LinearToLibraryCall : public TfmLowering<LinearOp> {
-  LinearToLibraryCall(TypeConverter &converter, MLIRContext *ctx)
-      : TfmLowering(converter, ctx, /*benefit=*/2) {}
+  LinearToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                      int64_t minRows)
+      : TfmLowering(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+  int64_t minRows;
+
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     Value out = allocRows(k, resultType(op), adaptor.getInput());
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (minRows > 1) {
+      Value rows = k.mulIndex(k.dim(adaptor.getInput(), 0),
+                              k.dim(adaptor.getInput(), 1));
+      Value few = rewriter.create<arith::CmpIOp>(
+          op.getLoc(), arith::CmpIPredicate::ult, rows, k.index(minRows));
+      auto choice = rewriter.create<scf::IfOp>(op.getLoc(), few,
+                                               /*withElseRegion=*/true);
+      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+      callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+                       adaptor.getWeight(), adaptor.getBias(), out);
+      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+    }
     auto dynamic = [&](Value v) -> Value {
       auto type = cast<MemRefType>(v.getType());
       SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
@@ -636,7 +663,7 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
     RewritePatternSet patterns(ctx);
     populateTfmToLoopsPatterns(converter, patterns);
     if (useLibraryCalls)
-      populateTfmToLibraryCallPatterns(converter, patterns);
+      populateTfmToLibraryCallPatterns(converter, patterns, libraryMinRows);
 
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
@@ -668,6 +695,8 @@ void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
 }
 
 void mlir::tfm::populateTfmToLibraryCallPatterns(TypeConverter &converter,
-                                                 RewritePatternSet &patterns) {
-  patterns.add<LinearToLibraryCall>(converter, patterns.getContext());
+                                                 RewritePatternSet &patterns,
+                                                 int64_t minRows) {
+  patterns.add<LinearToLibraryCall>(converter, patterns.getContext(),
+                                    minRows);
 }
