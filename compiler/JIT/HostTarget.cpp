@@ -73,8 +73,13 @@ translate(ModuleOp module, llvm::LLVMContext &context, llvm::TargetMachine *tm,
   return std::move(llvmModule);
 }
 
-llvm::Expected<std::string>
-mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
+/// Translates and optimises `module` for the host, then hands the LLVM
+/// module and the target machine to `emit`.
+static llvm::Expected<std::string> withHostModule(
+    ModuleOp module, const CodegenOptions &options,
+    llvm::function_ref<llvm::Expected<std::string>(llvm::Module &,
+                                                   llvm::TargetMachine &)>
+        emit) {
   auto tm = createHostTargetMachine();
   if (!tm)
     return tm.takeError();
@@ -82,28 +87,36 @@ mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
   auto llvmModule = translate(module, context, tm->get(), options);
   if (!llvmModule)
     return llvmModule.takeError();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  (*llvmModule)->print(os, nullptr);
-  return text;
+  return emit(**llvmModule, **tm);
+}
+
+llvm::Expected<std::string>
+mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
+  return withHostModule(
+      module, options,
+      [](llvm::Module &m, llvm::TargetMachine &) -> llvm::Expected<std::string> {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        m.print(os, nullptr);
+        return text;
+      });
 }
 
 llvm::Expected<std::string>
 mlir::tfm::emitAssembly(ModuleOp module, const CodegenOptions &options) {
-  auto tm = createHostTargetMachine();
-  if (!tm)
-    return tm.takeError();
-  llvm::LLVMContext context;
-  auto llvmModule = translate(module, context, tm->get(), options);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
-                                 llvm::CodeGenFileType::AssemblyFile))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the host target cannot emit assembly");
-  pm.run(**llvmModule);
-  return std::string(buffer.str());
+  return withHostModule(
+      module, options,
+      [](llvm::Module &m,
+         llvm::TargetMachine &tm) -> llvm::Expected<std::string> {
+        llvm::SmallString<0> buffer;
+        llvm::raw_svector_ostream os(buffer);
+        llvm::legacy::PassManager pm;
+        if (tm.addPassesToEmitFile(pm, os, nullptr,
+                                   llvm::CodeGenFileType::AssemblyFile))
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              "the host target cannot emit assembly");
+        pm.run(m);
+        return std::string(buffer.str());
+      });
 }

@@ -355,41 +355,35 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
   return std::move(decoder);
 }
 
-llvm::Expected<std::vector<std::vector<Hypothesis>>>
-Session::translateBeam(const TokenRows &sources,
-                       const SearchOptions &options) {
+template <typename Result, typename Search>
+llvm::Expected<Result> Session::decode(const TokenRows &sources,
+                                       const SearchOptions &options,
+                                       int64_t slotsPerRow, Search search) {
   if (sources.empty())
-    return std::vector<std::vector<Hypothesis>>();
+    return Result();
   SearchOptions effective = options;
+  // Decoder positions 0 .. maxLength-1 must have positional encodings.
   effective.maxLength =
       std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
-  auto decoder =
-      startDecoding(sources, effective.maxLength, effective.beamSize);
+  auto decoder = startDecoding(sources, effective.maxLength, slotsPerRow);
   if (!decoder)
     return decoder.takeError();
   auto start = std::chrono::steady_clock::now();
-  auto result = beamSearch(**decoder, effective, specialIds());
+  Result result = search(**decoder, effective, specialIds());
   decodeTime += secondsSince(start);
   if (llvm::Error e = (*decoder)->takeError())
     return std::move(e);
   return result;
 }
 
+llvm::Expected<std::vector<std::vector<Hypothesis>>>
+Session::translateBeam(const TokenRows &sources,
+                       const SearchOptions &options) {
+  return decode<std::vector<std::vector<Hypothesis>>>(
+      sources, options, std::max<int64_t>(options.beamSize, 1), beamSearch);
+}
+
 llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
                                              const SearchOptions &options) {
-  if (sources.empty())
-    return TokenRows();
-  SearchOptions effective = options;
-  // Decoder positions 0 .. maxLength-1 must have positional encodings.
-  effective.maxLength =
-      std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
-  auto decoder = startDecoding(sources, effective.maxLength, 1);
-  if (!decoder)
-    return decoder.takeError();
-  auto start = std::chrono::steady_clock::now();
-  auto result = greedySearch(**decoder, effective, specialIds());
-  decodeTime += secondsSince(start);
-  if (llvm::Error e = (*decoder)->takeError())
-    return std::move(e);
-  return result;
+  return decode<TokenRows>(sources, options, 1, greedySearch);
 }

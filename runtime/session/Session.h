@@ -84,6 +84,11 @@ private:
   explicit Session(frontend::Model model);
   llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
                        llvm::StringRef what) const;
+  /// Runs `search` over a decoder for `sources` (shared by greedy and beam).
+  template <typename Result, typename Search>
+  llvm::Expected<Result> decode(const TokenRows &sources,
+                                const SearchOptions &options,
+                                int64_t slotsPerRow, Search search);
 
   friend class BatchDecoder;
   frontend::Model loaded;
