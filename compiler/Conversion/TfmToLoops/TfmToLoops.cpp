@@ -644,13 +644,31 @@ public:
   }
 };
 
-/// Frees every buffer allocated by the lowering at the end of its block.
-/// Lowered tfm ops sit directly in function bodies, so each buffer's last
-/// use is in the block that allocated it.
+/// Frees every buffer allocated by the lowering right after its last use in
+/// the block that allocated it (uses through memref.cast views count), so a
+/// function's peak memory is its live intermediate buffers, not all of them.
+/// Lowered tfm ops sit directly in function bodies, so every use lies in
+/// (or is nested in an op of) that block.
 static void freeBuffers(ModuleOp module) {
   module.walk([](memref::AllocOp alloc) {
     Block *block = alloc->getBlock();
-    OpBuilder b(block->getTerminator());
+    Operation *last = alloc;
+    SmallVector<Value> views{alloc.getResult()};
+    while (!views.empty()) {
+      Value v = views.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (auto cast = dyn_cast<memref::CastOp>(user))
+          views.push_back(cast.getResult());
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        if (inBlock && last->isBeforeInBlock(inBlock))
+          last = inBlock;
+      }
+    }
+    OpBuilder b(alloc->getContext());
+    if (last->hasTrait<OpTrait::IsTerminator>())
+      b.setInsertionPoint(last);
+    else
+      b.setInsertionPointAfter(last);
     b.create<memref::DeallocOp>(alloc.getLoc(), alloc.getResult());
   });
 }

@@ -85,3 +85,21 @@ func.func @embed(%ids: tensor<?x?xi32>, %t: tensor<40x8xf32>, %pe: tensor<64x8xf
   %p = tfm.positional_encoding %e, %pe : tensor<?x?x8xf32>, tensor<64x8xf32>
   return %p : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A buffer is freed right after its last use, not at the end of the
+// function: peak memory is the live intermediates only.
+// CHECK-LABEL: func.func @early_free
+// CHECK: %[[A:.+]] = memref.alloc
+// CHECK: call @tfm_linear_relu{{[^(]*}}(%{{.+}}, %{{.+}}, %{{.+}}, %[[A]])
+// CHECK: %[[B:.+]] = memref.alloc
+// CHECK: call @tfm_linear_relu{{[^(]*}}(%[[A]], %{{.+}}, %{{.+}}, %[[B]])
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK: memref.copy %[[B]]
+// CHECK-NEXT: memref.dealloc %[[B]]
+func.func @early_free(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  %z = tfm.linear relu %y, %w, %b : tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
+  return %z : tensor<?x?x8xf32>
+}
