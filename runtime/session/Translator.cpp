@@ -1,6 +1,8 @@
 //===- Translator.cpp - line-oriented translation of a stream -------------===//
 #include "runtime/session/Translator.h"
 
+#include "runtime/tokenizers/Tokenizer.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <string>
@@ -42,12 +44,6 @@ struct PendingLine {
   std::vector<int32_t> ids;
 };
 
-void writeIds(llvm::raw_ostream &out, llvm::ArrayRef<int32_t> ids) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    out << (i ? " " : "") << ids[i];
-  out << "\n";
-}
-
 } // namespace
 
 llvm::Expected<TranslateStats>
@@ -55,11 +51,28 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
                                llvm::raw_ostream &out,
                                llvm::raw_ostream &diagnostics,
                                const TranslateOptions &options) {
-  if (!options.ids)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "text input needs the model's tokenizers, which tfmc does not "
-        "provide yet; pass --ids and token ids");
+  // Text mode: the model's own tokenizers on both sides.
+  std::unique_ptr<Tokenizer> sourceTokenizer, targetTokenizer;
+  if (!options.ids) {
+    const frontend::Model &m = session.model();
+    int32_t unk = session.specialIds().unk;
+    auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk);
+    if (!src)
+      return src.takeError();
+    auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk);
+    if (!tgt)
+      return tgt.takeError();
+    sourceTokenizer = std::move(*src);
+    targetTokenizer = std::move(*tgt);
+  }
+  auto render = [&](llvm::ArrayRef<int32_t> ids) -> std::string {
+    if (targetTokenizer)
+      return targetTokenizer->decode(ids);
+    std::string text;
+    for (size_t i = 0; i < ids.size(); ++i)
+      text += (i ? " " : "") + std::to_string(ids[i]);
+    return text;
+  };
   TranslateStats stats;
   int64_t vocab = session.model().sourceVocab.size();
   int64_t maxTokens = session.maxSourceTokens();
@@ -101,14 +114,11 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
         const std::vector<int32_t> &ids =
             nbest.empty() ? std::vector<int32_t>() : nbest.front().ids;
         stats.generatedTokens += static_cast<int64_t>(ids.size());
-        writeIds(out, ids);
+        out << render(ids) << "\n";
         continue;
       }
       for (int64_t k = 0; k < options.nBest && k < int64_t(nbest.size()); ++k) {
-        out << index << " ||| ";
-        for (size_t i = 0; i < nbest[k].ids.size(); ++i)
-          out << (i ? " " : "") << nbest[k].ids[i];
-        out << " ||| " << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
+        out << index << " ||| " << render(nbest[k].ids) << " ||| " << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
         stats.generatedTokens += static_cast<int64_t>(nbest[k].ids.size());
       }
     }
@@ -124,7 +134,8 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
     text = text.rtrim("\r");
     PendingLine pending;
     if (!text.trim().empty()) {
-      auto ids = parseIdLine(text, vocab);
+      auto ids = sourceTokenizer ? sourceTokenizer->encode(text)
+                                 : parseIdLine(text, vocab);
       if (!ids) {
         ++stats.badLines;
         pending.bad = true;

@@ -14,7 +14,8 @@ struct TranslateOptions {
   SearchOptions search;
   /// Lines decoded together.
   int64_t batchSize = 32;
-  /// Lines are space-separated token ids in and out (no tokenizer).
+  /// Lines are space-separated token ids in and out (no tokenizer);
+  /// otherwise text through the model's tokenizers (char and word kinds).
   bool ids = false;
   /// Write `i ||| translation ||| score` lines, nBest per input (>= 1).
   bool scores = false;
