@@ -172,6 +172,10 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
       return error(llvm::formatv("target row {0} is empty (it must start "
                                  "with bos)",
                                  r));
+    if (targets[r].front() != special.bos)
+      return error(llvm::formatv("target row {0} does not start with bos "
+                                 "({1})",
+                                 r, special.bos));
     if (static_cast<int64_t>(targets[r].size()) > arch.maxLen)
       return error(llvm::formatv(
           "target row {0} has {1} tokens, more than max_len ({2})", r,
