@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   }
   std::printf("{\"threads\": %d, \"sgemm_gflops\": %.1f, \"read_gbs\": %.1f, "
               "\"copy_gbs\": %.1f}\n",
-              threads, 2.0 * n * n * n / bestGemm / 1e9,
-              bytes / bestRead / 1e9, bytes / bestCopy / 1e9);
+              threads, 2.0 * n * n * n / bestGemm / 1e9, bytes / bestRead / 1e9,
+              bytes / bestCopy / 1e9);
   return 0;
 }

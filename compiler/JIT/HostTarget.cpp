@@ -92,14 +92,14 @@ static llvm::Expected<std::string> withHostModule(
 
 llvm::Expected<std::string>
 mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
-  return withHostModule(
-      module, options,
-      [](llvm::Module &m, llvm::TargetMachine &) -> llvm::Expected<std::string> {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        m.print(os, nullptr);
-        return text;
-      });
+  return withHostModule(module, options,
+                        [](llvm::Module &m, llvm::TargetMachine &)
+                            -> llvm::Expected<std::string> {
+                          std::string text;
+                          llvm::raw_string_ostream os(text);
+                          m.print(os, nullptr);
+                          return text;
+                        });
 }
 
 llvm::Expected<std::string>

@@ -19,10 +19,9 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
   registerPipelineDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module =
-      tfmc::frontend::importModel(context, model.desc.arch,
-                                  model.sourceVocab.size(),
-                                  model.targetVocab.size());
+  OwningOpRef<ModuleOp> module = tfmc::frontend::importModel(
+      context, model.desc.arch, model.sourceVocab.size(),
+      model.targetVocab.size());
   bool dumping = !dumpDir.empty();
   Stage last = dumping ? Stage::Asm : stage;
   Stage mlirLast = last < Stage::LLVM ? last : Stage::LLVM;

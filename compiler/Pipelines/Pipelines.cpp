@@ -36,8 +36,8 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-static constexpr llvm::StringLiteral stageNames[] = {
-    "tfm", "fused", "loops", "llvm", "llvmir", "asm"};
+static constexpr llvm::StringLiteral stageNames[] = {"tfm",  "fused",  "loops",
+                                                     "llvm", "llvmir", "asm"};
 
 llvm::StringRef mlir::tfm::stageName(Stage stage) {
   return stageNames[static_cast<int>(stage)];
@@ -94,20 +94,20 @@ void mlir::tfm::registerTfmPipelines() {
   PassPipelineRegistration<>(
       "tfm-lower-to-loops", "fused -> loops: buffers and loop nests",
       [](OpPassManager &pm) { buildLoopsPipeline(pm, {}); });
-  PassPipelineRegistration<>(
-      "tfm-lower-to-llvm", "tfm -> LLVM dialect: the whole ladder",
-      [](OpPassManager &pm) {
-        buildFusionPipeline(pm, {});
-        buildLoopsPipeline(pm, {});
-        buildLLVMPipeline(pm, {});
-      });
+  PassPipelineRegistration<>("tfm-lower-to-llvm",
+                             "tfm -> LLVM dialect: the whole ladder",
+                             [](OpPassManager &pm) {
+                               buildFusionPipeline(pm, {});
+                               buildLoopsPipeline(pm, {});
+                               buildLLVMPipeline(pm, {});
+                             });
 }
 
 void mlir::tfm::registerPipelineDialects(DialectRegistry &registry) {
-  registry.insert<TfmDialect, func::FuncDialect, arith::ArithDialect,
-                  math::MathDialect, tensor::TensorDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
-                  cf::ControlFlowDialect, LLVM::LLVMDialect>();
+  registry
+      .insert<TfmDialect, func::FuncDialect, arith::ArithDialect,
+              math::MathDialect, tensor::TensorDialect, memref::MemRefDialect,
+              scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }
@@ -117,8 +117,7 @@ llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
                                  llvm::StringRef text) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
     return llvm::createStringError(ec, "cannot create directory '%s': %s",
-                                   dumpDir.str().c_str(),
-                                   ec.message().c_str());
+                                   dumpDir.str().c_str(), ec.message().c_str());
   int number = static_cast<int>(stage) + 1;
   std::string name = (number < 10 ? "0" : "") + std::to_string(number) + "-" +
                      stageName(stage).str() + "." + extension.str();
@@ -127,8 +126,8 @@ llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
-    return llvm::createStringError(ec, "cannot write '%s': %s",
-                                   path.c_str(), ec.message().c_str());
+    return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
+                                   ec.message().c_str());
   os << text;
   return llvm::Error::success();
 }

@@ -127,10 +127,10 @@ public:
                tfm::Activation act = tfm::Activation::none) {
     Value w = fb.weight(prefix + ".weight");
     auto xType = cast<ShapedType>(x.getType());
-    auto type = RankedTensorType::get(
-        {xType.getDimSize(0), xType.getDimSize(1),
-         cast<ShapedType>(w.getType()).getDimSize(0)},
-        b.getF32Type());
+    auto type =
+        RankedTensorType::get({xType.getDimSize(0), xType.getDimSize(1),
+                               cast<ShapedType>(w.getType()).getDimSize(0)},
+                              b.getF32Type());
     return b.create<tfm::LinearOp>(loc(prefix), type, act, x, w,
                                    fb.weight(prefix + ".bias"));
   }
@@ -150,30 +150,25 @@ public:
   Value attention(Value query, Value keyValue, const std::string &prefix,
                   tfm::MaskKind mask, Value keyLengths, Value keyCache = {},
                   Value valueCache = {}, Value position = {}) {
-    auto w = [&](const char *what) {
-      return fb.weight(prefix + "." + what);
-    };
+    auto w = [&](const char *what) { return fb.weight(prefix + "." + what); };
     return b.create<tfm::MultiHeadAttentionOp>(
         loc(prefix), query.getType(), mask, query, keyValue,
         w("query_linear.weight"), w("query_linear.bias"),
-        w("key_linear.weight"), w("key_linear.bias"),
-        w("value_linear.weight"), w("value_linear.bias"),
-        w("output_linear.weight"), w("output_linear.bias"),
-        static_cast<uint64_t>(arch.numHeads), keyLengths, keyCache,
-        valueCache, position);
+        w("key_linear.weight"), w("key_linear.bias"), w("value_linear.weight"),
+        w("value_linear.bias"), w("output_linear.weight"),
+        w("output_linear.bias"), static_cast<uint64_t>(arch.numHeads),
+        keyLengths, keyCache, valueCache, position);
   }
 
   /// Cross-attention over precomputed keys and values (decode_step).
-  Value cachedCrossAttention(Value query, const std::string &prefix,
-                             Value keys, Value values, Value keyLengths) {
+  Value cachedCrossAttention(Value query, const std::string &prefix, Value keys,
+                             Value values, Value keyLengths) {
     Value q = linear(query, prefix + ".query_linear");
-    auto scale =
-        static_cast<float>(1.0 / std::sqrt(double(arch.headDim())));
+    auto scale = static_cast<float>(1.0 / std::sqrt(double(arch.headDim())));
     Value a = b.create<tfm::AttentionOp>(
         loc(prefix), q.getType(),
-        tfm::MaskKindAttr::get(b.getContext(), tfm::MaskKind::padding), q,
-        keys, values, b.getI64IntegerAttr(arch.numHeads),
-        b.getF32FloatAttr(scale),
+        tfm::MaskKindAttr::get(b.getContext(), tfm::MaskKind::padding), q, keys,
+        values, b.getI64IntegerAttr(arch.numHeads), b.getF32FloatAttr(scale),
         keyLengths, Value(), Value());
     return linear(a, prefix + ".output_linear");
   }
@@ -194,8 +189,9 @@ public:
         return attention(y, y, p + ".self_attention", tfm::MaskKind::padding,
                          srcLengths);
       });
-      x = sublayer(x, p + ".norm2",
-                   [&](Value y) { return feedForward(y, p + ".feed_forward"); });
+      x = sublayer(x, p + ".norm2", [&](Value y) {
+        return feedForward(y, p + ".feed_forward");
+      });
     }
     if (arch.norm == NormPlacement::Pre)
       x = layerNorm(x, "encoder_norm");
@@ -242,8 +238,8 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
   FunctionBuilder fb(module, "decode_step", shapes);
   ModelEmitter m(fb, arch);
   OpBuilder &b = fb.builder();
-  auto tokensType = RankedTensorType::get({ShapedType::kDynamic, 1},
-                                          b.getI32Type());
+  auto tokensType =
+      RankedTensorType::get({ShapedType::kDynamic, 1}, b.getI32Type());
   Value tokens = fb.input("tokens", tokensType);
   Value step = fb.input("step", b.getIndexType());
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
@@ -271,8 +267,9 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
       return m.cachedCrossAttention(x, p + ".enc_dec_attention", crossKeys[i],
                                     crossValues[i], srcLengths);
     });
-    y = m.sublayer(y, p + ".norm3",
-                   [&](Value x) { return m.feedForward(x, p + ".feed_forward"); });
+    y = m.sublayer(y, p + ".norm3", [&](Value x) {
+      return m.feedForward(x, p + ".feed_forward");
+    });
   }
   y = m.finalDecoderNorm(y);
   fb.finish({{"logits", m.linear(y, "linear")}});
@@ -299,8 +296,9 @@ void buildForward(ModuleOp module, const Architecture &arch,
       return m.attention(x, memory, p + ".enc_dec_attention",
                          tfm::MaskKind::padding, srcLengths);
     });
-    y = m.sublayer(y, p + ".norm3",
-                   [&](Value x) { return m.feedForward(x, p + ".feed_forward"); });
+    y = m.sublayer(y, p + ".norm3", [&](Value x) {
+      return m.feedForward(x, p + ".feed_forward");
+    });
   }
   y = m.finalDecoderNorm(y);
   fb.finish({{"logits", m.linear(y, "linear")}});
@@ -310,8 +308,8 @@ void buildForward(ModuleOp module, const Architecture &arch,
 
 OwningOpRef<ModuleOp>
 tfmc::frontend::importModel(MLIRContext &context, const Architecture &arch,
-                           int64_t sourceVocabSize, int64_t targetVocabSize,
-                           const ImportOptions &options) {
+                            int64_t sourceVocabSize, int64_t targetVocabSize,
+                            const ImportOptions &options) {
   context.loadDialect<mlir::tfm::TfmDialect, func::FuncDialect,
                       arith::ArithDialect, tensor::TensorDialect>();
   llvm::StringMap<ExpectedTensor> shapes;

@@ -1,6 +1,7 @@
 //===- ModelDescription.h - model.json (format tfm-model v1) ----*- C++ -*-===//
 //
-// The parsed, validated form of a model description file. See docs/model-format.md.
+// The parsed, validated form of a model description file. See
+// docs/model-format.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FRONTENDS_MODEL_MODELDESCRIPTION_H
@@ -42,7 +43,7 @@ struct Architecture {
 /// against the directory of the JSON file).
 struct SideSpec {
   std::string vocabPath;
-  std::string tokenizer; // "char" | "word" | "sentencepiece"
+  std::string tokenizer;    // "char" | "word" | "sentencepiece"
   std::string spmModelPath; // set iff tokenizer == "sentencepiece"
 };
 
@@ -51,7 +52,7 @@ struct SpecialTokens {
 };
 
 struct ModelDescription {
-  std::string jsonPath; // as given
+  std::string jsonPath;  // as given
   std::string directory; // directory holding the JSON file
   Architecture arch;
   SideSpec source, target;

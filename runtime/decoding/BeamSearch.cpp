@@ -84,8 +84,8 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
           if (id == special.pad || id == special.bos ||
               (id == special.eos && !allowEos))
             continue;
-          candidates.push_back({a.score + double(logp[v]),
-                                static_cast<int64_t>(h), id});
+          candidates.push_back(
+              {a.score + double(logp[v]), static_cast<int64_t>(h), id});
         }
       }
       auto better = [](const Candidate &x, const Candidate &y) {
@@ -124,10 +124,9 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
       if (last || next.empty()) {
         // Out of steps: the remaining hypotheses finish at max length.
         for (Active &a : next)
-          row.finished.push_back(
-              {{a.ids, normalised(a.score, options.maxLength,
-                                  options.lengthPenalty)},
-               row.finishOrder++});
+          row.finished.push_back({{a.ids, normalised(a.score, options.maxLength,
+                                                     options.lengthPenalty)},
+                                  row.finishOrder++});
         row.done = true;
         continue;
       }

@@ -34,16 +34,14 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
   std::vector<int32_t> tokens(rows, special.bos);
   int64_t vocab = decoder.vocabSize();
 
-  for (int64_t step = 0; step < options.maxLength && !slotRow.empty();
-       ++step) {
+  for (int64_t step = 0; step < options.maxLength && !slotRow.empty(); ++step) {
     const float *logits = decoder.step(tokens);
     std::vector<bool> finished(slotRow.size(), false);
     bool anyFinished = false;
     for (size_t i = 0; i < slotRow.size(); ++i) {
       std::vector<int32_t> &out = outputs[slotRow[i]];
       bool allowEos = static_cast<int64_t>(out.size()) >= options.minLength;
-      int32_t token =
-          bestToken(logits + i * vocab, vocab, special, allowEos);
+      int32_t token = bestToken(logits + i * vocab, vocab, special, allowEos);
       if (token == special.eos || token < 0) {
         finished[i] = true;
       } else {

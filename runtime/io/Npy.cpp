@@ -30,8 +30,8 @@ llvm::Error tfmc::runtime::writeNpy(llvm::StringRef path,
     tuple += (i ? ", " : "") + std::to_string(shape[i]);
   if (shape.size() == 1)
     tuple += ",";
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                     tuple + "), }";
+  std::string dict =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + tuple + "), }";
   size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
@@ -60,8 +60,8 @@ llvm::Expected<NpyArray> tfmc::runtime::readNpy(llvm::StringRef path) {
   llvm::StringRef data = (*file)->getBuffer();
   if (data.size() < 10 || !data.starts_with("\x93NUMPY"))
     return error(path, "not a .npy file");
-  size_t headerLength = static_cast<uint8_t>(data[8]) |
-                        (static_cast<uint8_t>(data[9]) << 8);
+  size_t headerLength =
+      static_cast<uint8_t>(data[8]) | (static_cast<uint8_t>(data[9]) << 8);
   if (data[6] != 1 || 10 + headerLength > data.size())
     return error(path, "unsupported .npy version or truncated header");
   llvm::StringRef header = data.substr(10, headerLength);

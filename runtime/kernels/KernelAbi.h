@@ -17,8 +17,7 @@
 namespace tfmc::runtime {
 
 /// A memref descriptor as MLIR's LLVM lowering lays it out.
-template <int Rank>
-struct MemRefDescriptor {
+template <int Rank> struct MemRefDescriptor {
   float *allocated;
   float *aligned;
   int64_t offset;

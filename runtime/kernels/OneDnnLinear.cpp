@@ -61,9 +61,9 @@ public:
       dnnl::memory bias(p.bias, engine, b.aligned + b.offset);
       dnnl::memory dst(p.dst, engine, y.aligned + y.offset);
       p.primitive.execute(stream, {{DNNL_ARG_SRC, src},
-                                {DNNL_ARG_WEIGHTS, weights},
-                                {DNNL_ARG_BIAS, bias},
-                                {DNNL_ARG_DST, dst}});
+                                   {DNNL_ARG_WEIGHTS, weights},
+                                   {DNNL_ARG_BIAS, bias},
+                                   {DNNL_ARG_DST, dst}});
       stream.wait();
     } catch (const dnnl::error &e) {
       fail(std::string("oneDNN: ") + e.what());

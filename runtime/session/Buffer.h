@@ -2,17 +2,16 @@
 #ifndef RUNTIME_SESSION_BUFFER_H
 #define RUNTIME_SESSION_BUFFER_H
 
+#include "llvm/Support/ErrorHandling.h"
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
-#include "llvm/Support/ErrorHandling.h"
 
 namespace tfmc::runtime {
 
 /// A zero-initialised array of T aligned to a cache line, sized once.
-template <typename T>
-class Buffer {
+template <typename T> class Buffer {
 public:
   Buffer() = default;
   explicit Buffer(size_t count) { resize(count); }

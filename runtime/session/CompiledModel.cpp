@@ -102,8 +102,8 @@ CompiledModel::compile(const frontend::Architecture &arch,
       return args.takeError();
     model->functions.push_back({name, std::move(*args), nullptr});
   }
-  if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Loops, Stage::LLVM,
-                                              pipeline, options.dumpDir))
+  if (llvm::Error e = mlir::tfm::lowerToStage(
+          *module, Stage::Loops, Stage::LLVM, pipeline, options.dumpDir))
     return std::move(e);
   auto jit = mlir::tfm::JitModule::create(*module, {}, kernelSymbols());
   if (!jit)
@@ -115,8 +115,8 @@ CompiledModel::compile(const frontend::Architecture &arch,
       return entry.takeError();
     f.entry = *entry;
   }
-  model->seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  model->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return std::move(model);
 }

@@ -80,9 +80,8 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   compileOptions.translation = options.translation;
   compileOptions.teacherForcing = options.teacherForcing;
   setKernelThreads(std::max(options.threads, 1));
-  auto compiled =
-      CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
-                             m.targetVocab.size(), compileOptions);
+  auto compiled = CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
+                                         m.targetVocab.size(), compileOptions);
   if (!compiled)
     return compiled.takeError();
   session->compiledModel = std::move(*compiled);
@@ -381,8 +380,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
 }
 
 llvm::Expected<std::vector<std::vector<Hypothesis>>>
-Session::translateBeam(const TokenRows &sources,
-                       const SearchOptions &options) {
+Session::translateBeam(const TokenRows &sources, const SearchOptions &options) {
   return decode<std::vector<std::vector<Hypothesis>>>(
       sources, options, std::max<int64_t>(options.beamSize, 1), beamSearch);
 }

@@ -46,11 +46,9 @@ struct PendingLine {
 
 } // namespace
 
-llvm::Expected<TranslateStats>
-tfmc::runtime::translateStream(Session &session, std::istream &in,
-                               llvm::raw_ostream &out,
-                               llvm::raw_ostream &diagnostics,
-                               const TranslateOptions &options) {
+llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
+    Session &session, std::istream &in, llvm::raw_ostream &out,
+    llvm::raw_ostream &diagnostics, const TranslateOptions &options) {
   // Text mode: the model's own tokenizers on both sides.
   std::unique_ptr<Tokenizer> sourceTokenizer, targetTokenizer;
   if (!options.ids) {
@@ -105,8 +103,7 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
         if (!options.scores)
           out << "\n";
         else if (!p.bad)
-          out << index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0)
-              << "\n";
+          out << index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0) << "\n";
         continue;
       }
       const std::vector<Hypothesis> &nbest = hypotheses[next++];
@@ -118,7 +115,8 @@ tfmc::runtime::translateStream(Session &session, std::istream &in,
         continue;
       }
       for (int64_t k = 0; k < options.nBest && k < int64_t(nbest.size()); ++k) {
-        out << index << " ||| " << render(nbest[k].ids) << " ||| " << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
+        out << index << " ||| " << render(nbest[k].ids) << " ||| "
+            << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
         stats.generatedTokens += static_cast<int64_t>(nbest[k].ids.size());
       }
     }

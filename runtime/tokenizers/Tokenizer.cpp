@@ -10,8 +10,11 @@ size_t tfmc::runtime::utf8CharLength(llvm::StringRef text) {
   if (text.empty())
     return 0;
   auto b0 = static_cast<unsigned char>(text[0]);
-  size_t n = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xe ? 3
-                         : (b0 >> 3) == 0x1e ? 4 : 0;
+  size_t n = b0 < 0x80           ? 1
+             : (b0 >> 5) == 0x6  ? 2
+             : (b0 >> 4) == 0xe  ? 3
+             : (b0 >> 3) == 0x1e ? 4
+                                 : 0;
   if (n == 0 || n > text.size())
     return 0;
   for (size_t i = 1; i < n; ++i)
@@ -144,10 +147,9 @@ std::string Tokenizer::decode(llvm::ArrayRef<int32_t> ids) const {
 }
 
 std::string tfmc::runtime::detokenize(llvm::ArrayRef<std::string> pieces) {
-  static const llvm::StringRef closing[] = {".", ",", "!", "?", ";", ":",
-                                            "%", ")", "]", "}", "'s", "'t",
-                                            "n't", "'re", "'ve", "'ll", "'d",
-                                            "'m"};
+  static const llvm::StringRef closing[] = {
+      ".", ",",  "!",  "?",   ";",   ":",   "%",   ")",  "]",
+      "}", "'s", "'t", "n't", "'re", "'ve", "'ll", "'d", "'m"};
   static const llvm::StringRef opening[] = {"(", "[", "{", "$", "#"};
   std::string out;
   llvm::StringRef previous;

@@ -35,8 +35,7 @@ public:
 
   /// The tokenizer of one side of a model (`char` or `word`).
   static llvm::Expected<std::unique_ptr<Tokenizer>>
-  create(llvm::StringRef kind, const frontend::Vocabulary &vocab,
-         int32_t unk);
+  create(llvm::StringRef kind, const frontend::Vocabulary &vocab, int32_t unk);
 
 protected:
   Tokenizer(const frontend::Vocabulary &vocab, int32_t unk)

@@ -137,8 +137,8 @@ TEST_P(Reference, ForwardLogitsMatch) {
       << llvm::toString(expected.takeError());
   auto logits = model().forward(src, tgt);
   ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
-  ASSERT_EQ(expected->shape,
-            (std::vector<int64_t>{logits->batch, logits->steps, logits->vocab}));
+  ASSERT_EQ(expected->shape, (std::vector<int64_t>{logits->batch, logits->steps,
+                                                   logits->vocab}));
   double worst = 0;
   for (int64_t b = 0; b < logits->batch; ++b)
     for (size_t t = 0; t < tgt[b].size(); ++t)
@@ -167,8 +167,8 @@ TEST_P(Reference, GreedyMatches) {
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     ASSERT_EQ(out->size(), src.size());
     for (size_t i = 0; i < src.size(); ++i)
-      EXPECT_EQ((*out)[i], i < expected.size() ? expected[i]
-                                               : std::vector<int32_t>())
+      EXPECT_EQ((*out)[i],
+                i < expected.size() ? expected[i] : std::vector<int32_t>())
           << file << " line " << i;
   }
 }
@@ -292,14 +292,14 @@ std::vector<bool> kernelPaths() {
   return {false};
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, Reference,
-    ::testing::Combine(::testing::ValuesIn(fixtureNames()),
-                       ::testing::ValuesIn(kernelPaths())),
-    [](const auto &info) {
-      std::string n = std::get<0>(info.param);
-      std::replace(n.begin(), n.end(), '-', '_');
-      return n + (std::get<1>(info.param) ? "_onednn" : "_loops");
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Reference,
+                         ::testing::Combine(::testing::ValuesIn(fixtureNames()),
+                                            ::testing::ValuesIn(kernelPaths())),
+                         [](const auto &info) {
+                           std::string n = std::get<0>(info.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + (std::get<1>(info.param) ? "_onednn"
+                                                               : "_loops");
+                         });
 
 } // namespace

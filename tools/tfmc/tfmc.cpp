@@ -47,9 +47,9 @@ static llvm::Expected<runtime::TokenRows> readIdFile(llvm::StringRef path,
                                                      int64_t vocab) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
-    return llvm::createStringError(buffer.getError(), "%s: cannot open file: %s",
-                                   path.str().c_str(),
-                                   buffer.getError().message().c_str());
+    return llvm::createStringError(
+        buffer.getError(), "%s: cannot open file: %s", path.str().c_str(),
+        buffer.getError().message().c_str());
   runtime::TokenRows rows;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n');
@@ -69,8 +69,8 @@ static llvm::Expected<runtime::TokenRows> readIdFile(llvm::StringRef path,
 static llvm::Expected<std::unique_ptr<llvm::raw_fd_ostream>>
 openOutput(llvm::StringRef path) {
   std::error_code ec;
-  auto os = std::make_unique<llvm::raw_fd_ostream>(path.empty() ? "-" : path,
-                                                   ec);
+  auto os =
+      std::make_unique<llvm::raw_fd_ostream>(path.empty() ? "-" : path, ec);
   if (ec)
     return llvm::createStringError(ec, "%s: cannot write file: %s",
                                    path.str().c_str(), ec.message().c_str());
@@ -90,13 +90,12 @@ int main(int argc, char **argv) {
   cl::OptionCategory category("tfmc options");
   cl::opt<std::string> model(cl::Positional, cl::desc("MODEL.json"),
                              cl::Required, cl::sub(compileCommand),
-                             cl::sub(translateCommand),
-                             cl::sub(forwardCommand), cl::cat(category));
-  cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
-                              cl::value_desc("FILE"), cl::init(""),
-                              cl::sub(compileCommand),
-                              cl::sub(translateCommand),
-                              cl::sub(forwardCommand), cl::cat(category));
+                             cl::sub(translateCommand), cl::sub(forwardCommand),
+                             cl::cat(category));
+  cl::opt<std::string> output(
+      "o", cl::desc("Output file (default: stdout)"), cl::value_desc("FILE"),
+      cl::init(""), cl::sub(compileCommand), cl::sub(translateCommand),
+      cl::sub(forwardCommand), cl::cat(category));
   cl::opt<std::string> dumpIR(
       "dump-ir", cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
       cl::value_desc("DIR"), cl::init(""), cl::sub(compileCommand),
@@ -130,17 +129,16 @@ int main(int argc, char **argv) {
       "max-length",
       cl::desc("Most tokens generated per sentence, eos included"),
       cl::init(256), cl::sub(translateCommand), cl::cat(category));
-  cl::opt<int64_t> minLength("min-length",
-                             cl::desc("Fewest tokens before eos is allowed"),
-                             cl::init(0), cl::sub(translateCommand),
-                             cl::cat(category));
+  cl::opt<int64_t> minLength(
+      "min-length", cl::desc("Fewest tokens before eos is allowed"),
+      cl::init(0), cl::sub(translateCommand), cl::cat(category));
   cl::opt<int64_t> beamSize("beam-size", cl::desc("Beam width (1 = greedy)"),
                             cl::init(1), cl::sub(translateCommand),
                             cl::cat(category));
-  cl::opt<double> lengthPenalty(
-      "length-penalty", cl::desc("Beam scores are divided by length^A"),
-      cl::value_desc("A"), cl::init(1.0), cl::sub(translateCommand),
-      cl::cat(category));
+  cl::opt<double> lengthPenalty("length-penalty",
+                                cl::desc("Beam scores are divided by length^A"),
+                                cl::value_desc("A"), cl::init(1.0),
+                                cl::sub(translateCommand), cl::cat(category));
   cl::opt<int64_t> nBest("n-best",
                          cl::desc("Write the N best hypotheses per input as "
                                   "'i ||| translation ||| score'"),
@@ -247,9 +245,9 @@ int main(int argc, char **argv) {
     options.search.lengthPenalty = lengthPenalty;
     options.scores = scores || nBest > 0;
     options.nBest = nBest > 0 ? int64_t(nBest) : 1;
-    auto result = runtime::translateStream(
-        **session, input.empty() ? std::cin : file, **os, llvm::errs(),
-        options);
+    auto result =
+        runtime::translateStream(**session, input.empty() ? std::cin : file,
+                                 **os, llvm::errs(), options);
     if (!result)
       return fail(result.takeError());
     if (stats) {

@@ -73,8 +73,7 @@ Value KernelBuilder::alloc(MemRefType type, ArrayRef<Value> sizes) {
     if (ShapedType::isDynamic(extent))
       dynamic.push_back(sizes[i]);
   // 64-byte alignment: whole cache lines and aligned AVX-512 rows.
-  return b.create<memref::AllocOp>(loc, type, dynamic,
-                                   b.getI64IntegerAttr(64));
+  return b.create<memref::AllocOp>(loc, type, dynamic, b.getI64IntegerAttr(64));
 }
 
 void KernelBuilder::loop(Value lb, Value ub, function_ref<void(Value)> body) {

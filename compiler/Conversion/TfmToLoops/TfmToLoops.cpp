@@ -23,8 +23,7 @@ using namespace mlir::tfm;
 namespace {
 
 /// Base for the op lowerings: gives the converted result type.
-template <typename Op>
-struct TfmLowering : public OpConversionPattern<Op> {
+template <typename Op> struct TfmLowering : public OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
 
   MemRefType resultType(Op op) const {
@@ -63,10 +62,9 @@ static std::string kernelName(StringRef base, TypeRange types) {
 /// on first use with `body` (given the kernel's arguments). Each distinct
 /// kernel is compiled once however many layers use it, which keeps JIT time
 /// independent of the model's depth.
-static void
-callKernel(ConversionPatternRewriter &rewriter, Operation *op, StringRef base,
-           ValueRange operands,
-           function_ref<void(KernelBuilder &, ValueRange)> body) {
+static void callKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                       StringRef base, ValueRange operands,
+                       function_ref<void(KernelBuilder &, ValueRange)> body) {
   auto module = op->getParentOfType<ModuleOp>();
   // Batch and sequence extents become dynamic (memref.cast), so a decoder
   // step ([B, 1, D]) and a whole sequence ([B, T, D]) share one kernel.
@@ -97,8 +95,8 @@ callKernel(ConversionPatternRewriter &rewriter, Operation *op, StringRef base,
     kernel = rewriter.create<func::FuncOp>(
         loc, name, rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
     kernel.setPrivate();
-    kernel->setAttr("passthrough",
-                    rewriter.getArrayAttr({rewriter.getStringAttr("noinline")}));
+    kernel->setAttr("passthrough", rewriter.getArrayAttr(
+                                       {rewriter.getStringAttr("noinline")}));
     SmallVector<Location> locs(args.size(), loc);
     Block *entry = rewriter.createBlock(&kernel.getBody(), {},
                                         ValueRange(args).getTypes(), locs);
@@ -148,34 +146,32 @@ struct EmbeddingLowering : public TfmLowering<EmbeddingOp> {
   }
 };
 
-struct PositionalEncodingLowering
-    : public TfmLowering<PositionalEncodingOp> {
+struct PositionalEncodingLowering : public TfmLowering<PositionalEncodingOp> {
   using TfmLowering::TfmLowering;
   LogicalResult
   matchAndRewrite(PositionalEncodingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder caller(rewriter, op.getLoc());
     Value out = allocRows(caller, resultType(op), adaptor.getInput());
-    Value offset =
-        adaptor.getOffset() ? adaptor.getOffset() : caller.index(0);
+    Value offset = adaptor.getOffset() ? adaptor.getOffset() : caller.index(0);
     SmallVector<Value> args{adaptor.getInput(), adaptor.getTable(), offset,
                             out};
-    callKernel(rewriter, op, "positional_encoding", args,
-               [&](KernelBuilder &k, ValueRange a) {
-                 Value in = a[0], table = a[1], first = a[2], result = a[3];
-                 Value zero = k.index(0);
-                 Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
-                 k.loop(zero, k.dim(in, 0), [&](Value b) {
-                   k.loop(zero, k.dim(in, 1), [&](Value t) {
-                     Value pos = k.minIndex(k.addIndex(first, t), lastRow);
-                     k.loop(zero, k.dim(in, 2), [&](Value d) {
-                       k.store(k.add(k.load(in, {b, t, d}),
-                                     k.load(table, {pos, d})),
-                               result, {b, t, d});
-                     });
-                   });
-                 });
-               });
+    callKernel(
+        rewriter, op, "positional_encoding", args,
+        [&](KernelBuilder &k, ValueRange a) {
+          Value in = a[0], table = a[1], first = a[2], result = a[3];
+          Value zero = k.index(0);
+          Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+          k.loop(zero, k.dim(in, 0), [&](Value b) {
+            k.loop(zero, k.dim(in, 1), [&](Value t) {
+              Value pos = k.minIndex(k.addIndex(first, t), lastRow);
+              k.loop(zero, k.dim(in, 2), [&](Value d) {
+                k.store(k.add(k.load(in, {b, t, d}), k.load(table, {pos, d})),
+                        result, {b, t, d});
+              });
+            });
+          });
+        });
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -202,9 +198,9 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
 }
 
 /// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias).
-static void callLinearKernel(ConversionPatternRewriter &rewriter,
-                             Operation *op, Activation act, Value x, Value w,
-                             Value bias, Value out) {
+static void callLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                             Activation act, Value x, Value w, Value bias,
+                             Value out) {
   std::string base = ("linear_" + stringifyActivation(act)).str();
   callKernel(rewriter, op, base, {x, w, bias, out},
              [&](KernelBuilder &k, ValueRange a) {
@@ -214,13 +210,13 @@ static void callLinearKernel(ConversionPatternRewriter &rewriter,
                k.loop(zero, k.dim(in, 0), [&](Value r) {
                  k.loop(zero, k.dim(in, 1), [&](Value t) {
                    k.loop(zero, k.dim(weight, 0), [&](Value n) {
-                     Value dot = k.reduce(
-                         zero, inFeatures, {k.f32(0.0)},
-                         [&](Value i, ValueRange acc) {
-                           Value p = k.mul(k.load(in, {r, t, i}),
-                                           k.load(weight, {n, i}));
-                           return SmallVector<Value>{k.add(acc[0], p)};
-                         })[0];
+                     Value dot =
+                         k.reduce(zero, inFeatures, {k.f32(0.0)},
+                                  [&](Value i, ValueRange acc) {
+                                    Value p = k.mul(k.load(in, {r, t, i}),
+                                                    k.load(weight, {n, i}));
+                                    return SmallVector<Value>{k.add(acc[0], p)};
+                                  })[0];
                      Value v = k.add(dot, k.load(b, {n}));
                      k.store(applyActivation(k, act, v), result, {r, t, n});
                    });
@@ -283,8 +279,8 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
                             dynamic(adaptor.getWeight()),
                             dynamic(adaptor.getBias()), dynamic(out)};
     args.push_back(rewriter.create<arith::ConstantOp>(
-        op.getLoc(), rewriter.getI32IntegerAttr(
-                         static_cast<int32_t>(op.getActivation()))));
+        op.getLoc(),
+        rewriter.getI32IntegerAttr(static_cast<int32_t>(op.getActivation()))));
     auto module = op->getParentOfType<ModuleOp>();
     auto callee = module.lookupSymbol<func::FuncOp>(kLinearKernel);
     if (!callee) {
@@ -329,8 +325,8 @@ struct AddLowering : public TfmLowering<AddOp> {
 
 /// Normalises row (b, t) of `out` in place (after `out` holds the input, or
 /// input + residual).
-static void normaliseRow(KernelBuilder &k, Value out, Value weight,
-                         Value bias, double epsilon, Value b, Value t) {
+static void normaliseRow(KernelBuilder &k, Value out, Value weight, Value bias,
+                         double epsilon, Value b, Value t) {
   Value zero = k.index(0);
   Value width = k.dim(out, 2);
   Value widthF = k.builder().create<arith::UIToFPOp>(
@@ -435,8 +431,8 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
     // values that never bind (the key count, offset 0).
     Value keyCount = caller.dim(adaptor.getKey(), 1);
     Value kvLength = adaptor.getKvLength() ? adaptor.getKvLength() : keyCount;
-    Value queryOffset = adaptor.getQueryOffset() ? adaptor.getQueryOffset()
-                                                 : zero;
+    Value queryOffset =
+        adaptor.getQueryOffset() ? adaptor.getQueryOffset() : zero;
     bool hasLengths = static_cast<bool>(adaptor.getKeyLengths());
     SmallVector<Value> args{adaptor.getQuery(), adaptor.getKey(),
                             adaptor.getValue()};
@@ -450,8 +446,8 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
       Value lengths = hasLengths ? a[3] : Value();
       ValueRange rest = a.drop_front(hasLengths ? 4 : 3);
       Value offset = rest[0], kvLimit = rest[1], result = rest[2];
-      emitAttention(k, q, key, value, lengths, offset, kvLimit, result,
-                    dModel, heads, scaleValue, mask == MaskKind::causal);
+      emitAttention(k, q, key, value, lengths, offset, kvLimit, result, dModel,
+                    heads, scaleValue, mask == MaskKind::causal);
     });
     rewriter.replaceOp(op, out);
     return success();
@@ -488,14 +484,13 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
               zero, visible, {lowest, k.f32(0.0)},
               [&](Value j, ValueRange carried) {
                 Value m = carried[0], l = carried[1];
-                Value dot = k.reduce(zero, headDim, {k.f32(0.0)},
-                                     [&](Value d, ValueRange acc) {
-                                       Value c = k.addIndex(base, d);
-                                       Value p = k.mul(k.load(q, {b, t, c}),
-                                                       k.load(key, {b, j, c}));
-                                       return SmallVector<Value>{
-                                           k.add(acc[0], p)};
-                                     })[0];
+                Value dot = k.reduce(
+                    zero, headDim, {k.f32(0.0)}, [&](Value d, ValueRange acc) {
+                      Value c = k.addIndex(base, d);
+                      Value p =
+                          k.mul(k.load(q, {b, t, c}), k.load(key, {b, j, c}));
+                      return SmallVector<Value>{k.add(acc[0], p)};
+                    })[0];
                 Value s = k.mul(dot, scale);
                 Value newMax = k.max(m, s);
                 Value rescale = k.exp(k.sub(m, newMax));
@@ -532,25 +527,25 @@ struct CacheWriteLowering : public OpConversionPattern<CacheWriteOp> {
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Value> args{adaptor.getValue(), adaptor.getCache(),
                             adaptor.getPosition()};
-    callKernel(rewriter, op, "cache_write", args,
-               [&](KernelBuilder &k, ValueRange a) {
-                 Value v = a[0], cache = a[1], position = a[2];
-                 Value zero = k.index(0);
-                 // Steps beyond the capacity are dropped (the runtime sizes
-                 // the cache for its maximum length).
-                 Value room = k.maxIndex(
-                     zero, k.addIndex(k.dim(cache, 1),
-                                      k.mulIndex(position, k.index(-1))));
-                 Value steps = k.minIndex(k.dim(v, 1), room);
-                 k.loop(zero, k.dim(v, 0), [&](Value b) {
-                   k.loop(zero, steps, [&](Value t) {
-                     Value pos = k.addIndex(position, t);
-                     k.loop(zero, k.dim(v, 2), [&](Value d) {
-                       k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
-                     });
-                   });
-                 });
-               });
+    callKernel(
+        rewriter, op, "cache_write", args, [&](KernelBuilder &k, ValueRange a) {
+          Value v = a[0], cache = a[1], position = a[2];
+          Value zero = k.index(0);
+          // Steps beyond the capacity are dropped (the runtime sizes
+          // the cache for its maximum length).
+          Value room =
+              k.maxIndex(zero, k.addIndex(k.dim(cache, 1),
+                                          k.mulIndex(position, k.index(-1))));
+          Value steps = k.minIndex(k.dim(v, 1), room);
+          k.loop(zero, k.dim(v, 0), [&](Value b) {
+            k.loop(zero, steps, [&](Value t) {
+              Value pos = k.addIndex(position, t);
+              k.loop(zero, k.dim(v, 2), [&](Value d) {
+                k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
+              });
+            });
+          });
+        });
     rewriter.eraseOp(op);
     return success();
   }
@@ -715,6 +710,5 @@ void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
 void mlir::tfm::populateTfmToLibraryCallPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns,
                                                  int64_t minRows) {
-  patterns.add<LinearToLibraryCall>(converter, patterns.getContext(),
-                                    minRows);
+  patterns.add<LinearToLibraryCall>(converter, patterns.getContext(), minRows);
 }

@@ -42,14 +42,14 @@ static LogicalResult verifyHeads(Operation *op, int64_t numHeads,
   if (ShapedType::isDynamic(dModel))
     return op->emitOpError("model dimension must be static");
   if (dModel % numHeads != 0)
-    return op->emitOpError() << "heads (" << numHeads
-                             << ") must divide the model dimension ("
-                             << dModel << ")";
+    return op->emitOpError()
+           << "heads (" << numHeads << ") must divide the model dimension ("
+           << dModel << ")";
   return success();
 }
 
-static LogicalResult verifyLengths(Operation *op, MaskKind kind,
-                                   Value lengths, Value query) {
+static LogicalResult verifyLengths(Operation *op, MaskKind kind, Value lengths,
+                                   Value query) {
   if (kind == MaskKind::padding && !lengths)
     return op->emitOpError("padding mask requires key_lengths");
   if (kind == MaskKind::none && lengths)
@@ -60,10 +60,11 @@ static LogicalResult verifyLengths(Operation *op, MaskKind kind,
   return success();
 }
 
-static void addReads(Value v,
-                     SmallVectorImpl<SideEffects::EffectInstance<
-                         MemoryEffects::Effect>> &effects,
-                     OpOperand &operand) {
+static void
+addReads(Value v,
+         SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+             &effects,
+         OpOperand &operand) {
   if (isa<MemRefType>(v.getType()))
     effects.emplace_back(MemoryEffects::Read::get(), &operand,
                          SideEffects::DefaultResource::get());
@@ -150,8 +151,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
       failed(verifyDense(*this, "key", getKeyWeight(), getKeyBias(), d, d)) ||
       failed(verifyDense(*this, "value", getValueWeight(), getValueBias(), d,
                          d)) ||
-      failed(verifyDense(*this, "output", getOutputWeight(), getOutputBias(),
-                         d, d)))
+      failed(verifyDense(*this, "output", getOutputWeight(), getOutputBias(), d,
+                         d)))
     return failure();
   if (failed(verifyLengths(*this, getMaskKind(), getKeyLengths(), getQuery())))
     return failure();
@@ -172,12 +173,10 @@ LogicalResult MultiHeadAttentionOp::verify() {
 void MultiHeadAttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  for (OpOperand *operand : {getKeyCacheMutable().empty()
-                                 ? nullptr
-                                 : &getKeyCacheMutable()[0],
-                             getValueCacheMutable().empty()
-                                 ? nullptr
-                                 : &getValueCacheMutable()[0]}) {
+  for (OpOperand *operand :
+       {getKeyCacheMutable().empty() ? nullptr : &getKeyCacheMutable()[0],
+        getValueCacheMutable().empty() ? nullptr
+                                       : &getValueCacheMutable()[0]}) {
     if (!operand)
       continue;
     effects.emplace_back(MemoryEffects::Read::get(), operand,

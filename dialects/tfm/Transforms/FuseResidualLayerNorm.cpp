@@ -36,8 +36,8 @@ struct TfmFuseResidualLayerNormPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseResidualLayerNormPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

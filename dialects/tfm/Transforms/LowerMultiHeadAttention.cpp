@@ -16,8 +16,7 @@ using namespace mlir::tfm;
 
 namespace {
 
-struct LowerMultiHeadAttention
-    : public OpRewritePattern<MultiHeadAttentionOp> {
+struct LowerMultiHeadAttention : public OpRewritePattern<MultiHeadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
@@ -32,8 +31,8 @@ struct LowerMultiHeadAttention
       return rewriter.create<LinearOp>(loc, type, Activation::none, input,
                                        weight, bias);
     };
-    Value query = project(op.getQuery(), op.getQueryWeight(),
-                          op.getQueryBias());
+    Value query =
+        project(op.getQuery(), op.getQueryWeight(), op.getQueryBias());
     Value key = project(op.getKeyValue(), op.getKeyWeight(), op.getKeyBias());
     Value value =
         project(op.getKeyValue(), op.getValueWeight(), op.getValueBias());
@@ -42,8 +41,7 @@ struct LowerMultiHeadAttention
     if (Value position = op.getCachePosition()) {
       rewriter.create<CacheWriteOp>(loc, key, op.getKeyCache(), position);
       rewriter.create<CacheWriteOp>(loc, value, op.getValueCache(), position);
-      Value newSteps =
-          rewriter.create<tensor::DimOp>(loc, op.getKeyValue(), 1);
+      Value newSteps = rewriter.create<tensor::DimOp>(loc, op.getKeyValue(), 1);
       kvLength = rewriter.create<arith::AddIOp>(loc, position, newSteps);
       if (op.getMaskKind() == MaskKind::causal)
         queryOffset = position;
@@ -57,10 +55,9 @@ struct LowerMultiHeadAttention
     Value attended = rewriter.create<AttentionOp>(
         loc, query.getType(), op.getMaskKindAttr(), query, key, value,
         op.getNumHeadsAttr(), rewriter.getF32FloatAttr(scale),
-        op.getKeyLengths(),
-        queryOffset, kvLength);
-    rewriter.replaceOp(op, project(attended, op.getOutputWeight(),
-                                   op.getOutputBias()));
+        op.getKeyLengths(), queryOffset, kvLength);
+    rewriter.replaceOp(
+        op, project(attended, op.getOutputWeight(), op.getOutputBias()));
     return success();
   }
 };
@@ -71,8 +68,8 @@ struct TfmLowerMultiHeadAttentionPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateLowerMultiHeadAttentionPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -23,11 +23,11 @@ TEST(Tokenizer, CharSplitsCjkCharactersAndAsciiWords) {
   auto t = Tokenizer::create("char", v, 3);
   ASSERT_TRUE(static_cast<bool>(t));
   EXPECT_EQ(pieces(**t, "我们明天去公园吧。"),
-            (std::vector<std::string>{"我", "们", "明", "天", "去", "公",
-                                      "园", "吧", "。"}));
-  EXPECT_EQ(pieces(**t, "我有2个iPhone, ok"),
-            (std::vector<std::string>{"我", "有", "2", "个", "iPhone", ",",
-                                      "ok"}));
+            (std::vector<std::string>{"我", "们", "明", "天", "去", "公", "园",
+                                      "吧", "。"}));
+  EXPECT_EQ(
+      pieces(**t, "我有2个iPhone, ok"),
+      (std::vector<std::string>{"我", "有", "2", "个", "iPhone", ",", "ok"}));
 }
 
 TEST(Tokenizer, WordSplitsWhitespaceAndPunctuation) {
@@ -63,9 +63,9 @@ TEST(Tokenizer, InvalidUtf8IsAnError) {
 }
 
 TEST(Tokenizer, DetokenizerRestoresEnglishSpacing) {
-  EXPECT_EQ(detokenize({"Let", "'s", "go", "to", "the", "park", ",", "OK",
-                        "?"}),
-            "Let's go to the park, OK?");
+  EXPECT_EQ(
+      detokenize({"Let", "'s", "go", "to", "the", "park", ",", "OK", "?"}),
+      "Let's go to the park, OK?");
   EXPECT_EQ(detokenize({"I", "don", "'t", "know", "(", "really", ")", "."}),
             "I don't know (really).");
   EXPECT_EQ(detokenize({"我", "们", "走", "。"}), "我们走。");
