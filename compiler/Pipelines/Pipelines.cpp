@@ -54,6 +54,7 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
                                     const PipelineOptions &) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createTfmLowerMultiHeadAttention());
+  fn.addPass(createTfmMergeProjections());
   fn.addPass(createTfmFuseResidualLayerNorm());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 using namespace tfmc;
 using namespace tfmc::runtime;
@@ -38,12 +39,28 @@ struct Session::Frames {
   }
 };
 
+/// Binds weights (packed ones built once into `packed`: a merged
+/// projection's weight "a|b|c" is the parts' rows one after another) and
+/// the positional table.
 static void bindConstants(CallFrame &frame, const frontend::Model &model,
-                          const std::vector<float> &positionalTable) {
+                          const std::vector<float> &positionalTable,
+                          std::map<std::string, std::vector<float>> &packed) {
   const frontend::Architecture &arch = model.desc.arch;
   for (size_t i = 0; i < frame.function().args.size(); ++i) {
     const ArgSpec &arg = frame.function().args[i];
-    if (arg.kind == ArgSpec::Kind::Weight) {
+    if (arg.kind == ArgSpec::Kind::Weight &&
+        arg.name.find('|') != std::string::npos) {
+      std::vector<float> &data = packed[arg.name];
+      if (data.empty()) {
+        llvm::SmallVector<llvm::StringRef> parts;
+        llvm::StringRef(arg.name).split(parts, '|');
+        for (llvm::StringRef part : parts) {
+          const frontend::TensorView &w = model.weight(part);
+          data.insert(data.end(), w.data, w.data + w.numElements());
+        }
+      }
+      frame.bind(static_cast<int>(i), data.data(), arg.shape);
+    } else if (arg.kind == ArgSpec::Kind::Weight) {
       const frontend::TensorView &w = model.weight(arg.name);
       frame.bind(static_cast<int>(i), w.data, w.shape);
     } else if (arg.name == "positional_table") {
@@ -92,7 +109,7 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
        {session->frames->encode.get(), session->frames->decodeStep.get(),
         session->frames->forward.get()})
     if (f)
-      bindConstants(*f, m, session->positionalTable);
+      bindConstants(*f, m, session->positionalTable, session->packedWeights);
   return std::move(session);
 }
 

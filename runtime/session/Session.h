@@ -11,6 +11,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,8 @@ private:
   frontend::Model loaded;
   std::unique_ptr<CompiledModel> compiledModel;
   std::vector<float> positionalTable;
+  /// Weights of merged projections, concatenated once ("a|b|c").
+  std::map<std::string, std::vector<float>> packedWeights;
   double encodeTime = 0, decodeTime = 0;
   struct Frames;
   std::unique_ptr<Frames> frames;

@@ -298,6 +298,33 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
   }
 };
 
+struct SliceLowering : public TfmLowering<SliceOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    int64_t offset = op.getOffset();
+    std::string base = "slice_at" + std::to_string(offset);
+    callKernel(rewriter, op, base, {adaptor.getInput(), out},
+               [&](KernelBuilder &k, ValueRange a) {
+                 Value in = a[0], result = a[1];
+                 Value zero = k.index(0), first = k.index(offset);
+                 k.loop(zero, k.dim(in, 0), [&](Value b) {
+                   k.loop(zero, k.dim(in, 1), [&](Value t) {
+                     k.loop(zero, k.dim(result, 2), [&](Value d) {
+                       k.store(k.load(in, {b, t, k.addIndex(first, d)}), result,
+                               {b, t, d});
+                     });
+                   });
+                 });
+               });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 struct AddLowering : public TfmLowering<AddOp> {
   using TfmLowering::TfmLowering;
   LogicalResult
@@ -702,9 +729,10 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
 void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
                                            RewritePatternSet &patterns) {
   patterns.add<EmbeddingLowering, PositionalEncodingLowering, LinearLowering,
-               AddLowering, LayerNormLowering, AddLayerNormLowering,
-               AttentionLowering, CacheWriteLowering, FuncToDestinationStyle,
-               ReturnToCopies, DimLowering>(converter, patterns.getContext());
+               AddLowering, SliceLowering, LayerNormLowering,
+               AddLayerNormLowering, AttentionLowering, CacheWriteLowering,
+               FuncToDestinationStyle, ReturnToCopies, DimLowering>(
+      converter, patterns.getContext());
 }
 
 void mlir::tfm::populateTfmToLibraryCallPatterns(TypeConverter &converter,

@@ -110,6 +110,24 @@ LogicalResult LinearOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::verify() {
+  if (!compatible(dim(getResult(), 0), dim(getInput(), 0)) ||
+      !compatible(dim(getResult(), 1), dim(getInput(), 1)))
+    return emitOpError("result rows must match the input rows");
+  int64_t in = lastDim(getInput()), out = lastDim(getResult());
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(out))
+    return emitOpError("feature extents must be static");
+  if (static_cast<int64_t>(getOffset()) + out > in)
+    return emitOpError() << "features [" << getOffset() << ", "
+                         << getOffset() + out << ") are outside the input's "
+                         << in;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LayerNormOp / AddLayerNormOp
 //===----------------------------------------------------------------------===//
 

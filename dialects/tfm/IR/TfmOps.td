@@ -93,6 +93,25 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_SliceOp : Tfm_Op<"slice", [Pure]> {
+  let summary = "a contiguous range of the features";
+  let description = [{
+    `result[b, t, i] = input[b, t, offset + i]` for `i < size(result, 2)`:
+    splits the output of a merged projection.
+
+    ```mlir
+    %k = tfm.slice %qkv[512] : tensor<?x?x1536xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs Tfm_Activations:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_AddOp : Tfm_Op<"add", [Pure, SameOperandsAndResultType, Commutative]> {
   let summary = "residual addition";
   let description = [{

@@ -27,4 +27,18 @@ def TfmFuseResidualLayerNorm
   }];
 }
 
+def TfmMergeProjections : Pass<"tfm-merge-projections", "func::FuncOp"> {
+  let summary = "merges linear layers that read the same input into one";
+  let description = [{
+    Linear layers without activation that read the same input and whose
+    weights and biases are function arguments (`tfm.weight`) become one
+    `tfm.linear` over a packed weight — a new argument named
+    `"w1|w2|..."`, the parts' rows concatenated, which the runtime builds
+    once at load — followed by `tfm.slice`s. This merges the query, key and
+    value projections of self-attention into one matmul, and the
+    cross-attention key/value projections of every decoder layer (all of
+    the encoder output) into one. Arguments left unused are removed.
+  }];
+}
+
 #endif // DIALECTS_TFM_TRANSFORMS_PASSES_TD

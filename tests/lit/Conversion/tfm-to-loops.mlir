@@ -103,3 +103,13 @@ func.func @early_free(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf
   %z = tfm.linear relu %y, %w, %b : tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
   return %z : tensor<?x?x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @slice
+// CHECK: call @tfm_slice_at8.DxDx24.DxDx8
+// CHECK: func.func private @tfm_slice_at8.DxDx24.DxDx8
+func.func @slice(%x: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
+  %s = tfm.slice %x[8] : tensor<?x?x24xf32> -> tensor<?x?x8xf32>
+  return %s : tensor<?x?x8xf32>
+}

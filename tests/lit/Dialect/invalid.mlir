@@ -223,3 +223,11 @@ func.func @cache_write_batch(%x: tensor<2x?x8xf32>, %c: memref<3x?x8xf32>, %s: i
   tfm.cache_write %x, %c[%s] : tensor<2x?x8xf32>, memref<3x?x8xf32>
   return
 }
+
+// -----
+
+func.func @slice_range(%x: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{features [6, 10) are outside the input's 8}}
+  %s = tfm.slice %x[6] : tensor<?x?x8xf32> -> tensor<?x?x4xf32>
+  return
+}

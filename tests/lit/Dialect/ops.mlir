@@ -14,8 +14,10 @@ func.func @blocks(%ids: tensor<?x?xi32>, %table: tensor<40x8xf32>,
   %p2 = tfm.positional_encoding %p, %pe offset %step : tensor<?x?x8xf32>, tensor<64x8xf32>
   // CHECK: tfm.linear gelu %{{.*}} : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
   %h = tfm.linear gelu %p2, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  // CHECK: tfm.slice %{{.*}}[8] : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+  %sl = tfm.slice %h[8] : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
   // CHECK: tfm.add
-  %s = tfm.add %p, %p2 : tensor<?x?x8xf32>
+  %s = tfm.add %p, %sl : tensor<?x?x8xf32>
   // CHECK: tfm.layer_norm %{{.*}} eps 1.000000e-05 : tensor<?x?x8xf32>, tensor<8xf32>
   %n = tfm.layer_norm %s, %g, %beta eps 1.0e-5 : tensor<?x?x8xf32>, tensor<8xf32>
   // CHECK: tfm.add_layer_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} eps 9.9999999999999995E-7 : tensor<?x?x8xf32>, tensor<8xf32>

@@ -1,0 +1,111 @@
+//===- MergeProjections.cpp - linears sharing an input -> one matmul -----===//
+#include "dialects/tfm/IR/TfmOps.h"
+#include "dialects/tfm/Transforms/Passes.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMMERGEPROJECTIONS
+#include "dialects/tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+constexpr llvm::StringLiteral kWeightAttr = "tfm.weight";
+
+/// The tensor name of a weight argument, or null.
+StringAttr weightName(func::FuncOp func, Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != &func.front())
+    return {};
+  return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightAttr);
+}
+
+/// A packed argument: the parts' names joined with '|'.
+StringAttr packedName(MLIRContext *ctx, ArrayRef<StringAttr> parts) {
+  std::string name;
+  for (StringAttr p : parts)
+    name += (name.empty() ? "" : "|") + p.str();
+  return StringAttr::get(ctx, name);
+}
+
+struct TfmMergeProjectionsPass
+    : public tfm::impl::TfmMergeProjectionsBase<TfmMergeProjectionsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    llvm::MapVector<Value, SmallVector<LinearOp>> groups;
+    func.walk([&](LinearOp op) {
+      if (op.getActivation() == Activation::none &&
+          weightName(func, op.getWeight()) && weightName(func, op.getBias()))
+        groups[op.getInput()].push_back(op);
+    });
+    for (auto &group : groups)
+      if (group.second.size() > 1)
+        merge(func, group.second);
+    eraseUnusedWeights(func);
+  }
+
+  static void merge(func::FuncOp func, MutableArrayRef<LinearOp> ops) {
+    MLIRContext *ctx = func.getContext();
+    Value input = ops[0].getInput();
+    SmallVector<StringAttr> weights, biases;
+    int64_t rows = 0;
+    for (LinearOp op : ops) {
+      weights.push_back(weightName(func, op.getWeight()));
+      biases.push_back(weightName(func, op.getBias()));
+      rows += op.getWeight().getType().getDimSize(0);
+    }
+    RankedTensorType weightType = ops[0].getWeight().getType();
+    auto inType = cast<RankedTensorType>(input.getType());
+    Type f32 = weightType.getElementType();
+    Location loc = ops[0].getLoc();
+    auto addArgument = [&](Type type, StringAttr name) -> Value {
+      unsigned index = func.getNumArguments();
+      NamedAttribute role(StringAttr::get(ctx, kWeightAttr), name);
+      (void)func.insertArgument(index, type, DictionaryAttr::get(ctx, role),
+                                loc);
+      return func.getArgument(index);
+    };
+    Value w = addArgument(
+        RankedTensorType::get({rows, weightType.getDimSize(1)}, f32),
+        packedName(ctx, weights));
+    Value b = addArgument(RankedTensorType::get({rows}, f32),
+                          packedName(ctx, biases));
+
+    OpBuilder builder(ops[0].getOperation());
+    auto mergedType = RankedTensorType::get(
+        {inType.getDimSize(0), inType.getDimSize(1), rows}, f32);
+    Value merged = builder.create<LinearOp>(loc, mergedType, Activation::none,
+                                            input, w, b);
+    // All slices first: the builder inserts before ops[0], which is erased
+    // below.
+    SmallVector<Value> parts;
+    int64_t offset = 0;
+    for (LinearOp op : ops) {
+      parts.push_back(
+          builder.create<SliceOp>(op.getLoc(), op.getResult().getType(), merged,
+                                  builder.getI64IntegerAttr(offset)));
+      offset += op.getWeight().getType().getDimSize(0);
+    }
+    for (auto [op, part] : llvm::zip(ops, parts)) {
+      op.getResult().replaceAllUsesWith(part);
+      op.erase();
+    }
+  }
+
+  static void eraseUnusedWeights(func::FuncOp func) {
+    llvm::BitVector unused(func.getNumArguments());
+    for (BlockArgument arg : func.getArguments())
+      if (arg.use_empty() && weightName(func, arg))
+        unused.set(arg.getArgNumber());
+    func.eraseArguments(unused);
+  }
+};
+
+} // namespace
