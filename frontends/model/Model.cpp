@@ -1,6 +1,7 @@
 //===- Model.cpp - a loaded, cross-checked model --------------------------===//
 
 #include "frontends/model/Model.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -37,15 +38,6 @@ void addFeedForward(std::vector<ExpectedTensor> &out, const std::string &prefix,
                     const Architecture &arch) {
   addLinear(out, prefix + ".feed_forward.linear1", arch.dFF, arch.dModel);
   addLinear(out, prefix + ".feed_forward.linear2", arch.dModel, arch.dFF);
-}
-
-std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string s;
-  raw_string_ostream os(s);
-  os << '[';
-  interleave(shape, os, ", ");
-  os << ']';
-  return s;
 }
 
 /// Embedding rows must equal the vocabulary size; checked before the generic

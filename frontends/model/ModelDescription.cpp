@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/model/ModelDescription.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -386,12 +387,9 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
 }
 
 Expected<ModelDescription> parseModelDescription(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = openFile(path, /*isText=*/true);
   if (!buffer)
-    return createStringError(
-        inconvertibleErrorCode(),
-        path + ": cannot open file: " + buffer.getError().message());
+    return buffer.takeError();
   return parseModelDescriptionFromString((*buffer)->getBuffer(), path);
 }
 

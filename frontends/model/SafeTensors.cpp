@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/model/SafeTensors.h"
+#include "frontends/model/FileSupport.h"
 
 #include "frontends/model/ModelDescription.h"
 
@@ -83,15 +84,6 @@ int64_t dtypeSize(StringRef dtype) {
   if (dtype == "F16" || dtype == "BF16")
     return 2;
   return 0;
-}
-
-std::string formatList(ArrayRef<int64_t> values) {
-  std::string s;
-  raw_string_ostream os(s);
-  os << '[';
-  interleave(values, os, ", ");
-  os << ']';
-  return s;
 }
 
 std::string describe(const json::Value &v) {
@@ -189,20 +181,20 @@ public:
     if (e.end > dataSize)
       return failTensor(name, formatv("data_offsets {0} outside the data "
                                       "section ({1} bytes)",
-                                      formatList(*span), dataSize)
+                                      formatShape(*span), dataSize)
                                   .str());
 
     int64_t bytes = dtypeSize(e.dtype);
     for (int64_t d : e.shape)
       if (__builtin_mul_overflow(bytes, d, &bytes))
         return failTensor(name,
-                          "shape " + formatList(e.shape) + " is too large");
+                          "shape " + formatShape(e.shape) + " is too large");
     if (bytes != e.end - e.begin)
       return failTensor(name,
                         formatv("shape {0} with dtype {1} needs {2} bytes, "
                                 "but data_offsets {3} span {4}",
-                                formatList(e.shape), e.dtype, bytes,
-                                formatList(*span), e.end - e.begin)
+                                formatShape(e.shape), e.dtype, bytes,
+                                formatShape(*span), e.end - e.begin)
                             .str());
     return e;
   }
@@ -216,14 +208,9 @@ private:
 
 Expected<std::unique_ptr<SafeTensorsFile>>
 SafeTensorsFile::open(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false,
-                            /*IsVolatile=*/false);
+  auto buffer = openFile(path, /*isText=*/false);
   if (!buffer)
-    return createStringError(
-        inconvertibleErrorCode(),
-        path + ": cannot open file: " + buffer.getError().message());
+    return buffer.takeError();
   StringRef bytes = (*buffer)->getBuffer();
   auto fail = [&](const Twine &message) -> Error {
     return createStringError(inconvertibleErrorCode(), path + ": " + message);
@@ -283,8 +270,8 @@ SafeTensorsFile::open(StringRef path) {
       return fail(formatv("tensors '{0}' and '{1}' overlap: "
                           "data_offsets {2} and {3}",
                           furthest->name, e.name,
-                          formatList({furthest->begin, furthest->end}),
-                          formatList({e.begin, e.end}))
+                          formatShape({furthest->begin, furthest->end}),
+                          formatShape({e.begin, e.end}))
                       .str());
     if (!furthest || e.end > furthest->end)
       furthest = &e;

@@ -1,6 +1,7 @@
 //===- Vocabulary.cpp - one token per line, line index = id ---------------===//
 
 #include "frontends/model/Vocabulary.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -40,12 +41,9 @@ Expected<Vocabulary> Vocabulary::fromTokens(std::vector<std::string> tokens,
 }
 
 Expected<Vocabulary> Vocabulary::load(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = openFile(path, /*isText=*/true);
   if (!buffer)
-    return createStringError(
-        inconvertibleErrorCode(),
-        path + ": cannot open file: " + buffer.getError().message());
+    return buffer.takeError();
   StringRef text = (*buffer)->getBuffer();
   // A UTF-8 byte order mark is not part of the first token.
   text.consume_front("\xEF\xBB\xBF");

@@ -83,6 +83,14 @@ void KernelBuilder::loop(Value lb, Value ub, function_ref<void(Value)> body) {
   body(forOp.getInductionVar());
 }
 
+void KernelBuilder::forEachRow(Value like,
+                               function_ref<void(Value, Value)> body) {
+  Value zero = index(0);
+  loop(zero, dim(like, 0), [&](Value b) {
+    loop(zero, dim(like, 1), [&](Value t) { body(b, t); });
+  });
+}
+
 SmallVector<Value> KernelBuilder::reduce(
     Value lb, Value ub, ValueRange init,
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {

@@ -44,6 +44,9 @@ public:
 
   /// for (iv = lb; iv < ub; ++iv) body(iv)
   void loop(Value lb, Value ub, function_ref<void(Value)> body);
+  /// for b < dim(like, 0), t < dim(like, 1): body(b, t): every row of a
+  /// [batch, sequence, features] buffer.
+  void forEachRow(Value like, function_ref<void(Value, Value)> body);
   /// Loop with loop-carried values; `body(iv, carried)` returns the next
   /// values. Returns the final values.
   SmallVector<Value>

@@ -130,14 +130,11 @@ struct EmbeddingLowering : public TfmLowering<EmbeddingOp> {
       Value zero = k.index(0);
       Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
       Value scaleValue = k.f32(scale);
-      k.loop(zero, k.dim(ids, 0), [&](Value b) {
-        k.loop(zero, k.dim(ids, 1), [&](Value t) {
-          Value row = k.clampedIndex(k.load(ids, {b, t}), zero, lastRow);
-          k.loop(zero, k.dim(table, 1), [&](Value d) {
-            Value v = k.load(table, {row, d});
-            k.store(scale == 1.0f ? v : k.mul(v, scaleValue), result,
-                    {b, t, d});
-          });
+      k.forEachRow(ids, [&](Value b, Value t) {
+        Value row = k.clampedIndex(k.load(ids, {b, t}), zero, lastRow);
+        k.loop(zero, k.dim(table, 1), [&](Value d) {
+          Value v = k.load(table, {row, d});
+          k.store(scale == 1.0f ? v : k.mul(v, scaleValue), result, {b, t, d});
         });
       });
     });
@@ -156,22 +153,20 @@ struct PositionalEncodingLowering : public TfmLowering<PositionalEncodingOp> {
     Value offset = adaptor.getOffset() ? adaptor.getOffset() : caller.index(0);
     SmallVector<Value> args{adaptor.getInput(), adaptor.getTable(), offset,
                             out};
-    callKernel(
-        rewriter, op, "positional_encoding", args,
-        [&](KernelBuilder &k, ValueRange a) {
-          Value in = a[0], table = a[1], first = a[2], result = a[3];
-          Value zero = k.index(0);
-          Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
-          k.loop(zero, k.dim(in, 0), [&](Value b) {
-            k.loop(zero, k.dim(in, 1), [&](Value t) {
-              Value pos = k.minIndex(k.addIndex(first, t), lastRow);
-              k.loop(zero, k.dim(in, 2), [&](Value d) {
-                k.store(k.add(k.load(in, {b, t, d}), k.load(table, {pos, d})),
-                        result, {b, t, d});
-              });
-            });
-          });
-        });
+    callKernel(rewriter, op, "positional_encoding", args,
+               [&](KernelBuilder &k, ValueRange a) {
+                 Value in = a[0], table = a[1], first = a[2], result = a[3];
+                 Value zero = k.index(0);
+                 Value lastRow = k.addIndex(k.dim(table, 0), k.index(-1));
+                 k.forEachRow(in, [&](Value b, Value t) {
+                   Value pos = k.minIndex(k.addIndex(first, t), lastRow);
+                   k.loop(zero, k.dim(in, 2), [&](Value d) {
+                     k.store(
+                         k.add(k.load(in, {b, t, d}), k.load(table, {pos, d})),
+                         result, {b, t, d});
+                   });
+                 });
+               });
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -207,19 +202,17 @@ static void callLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
                Value in = a[0], weight = a[1], b = a[2], result = a[3];
                Value zero = k.index(0);
                Value inFeatures = k.dim(weight, 1);
-               k.loop(zero, k.dim(in, 0), [&](Value r) {
-                 k.loop(zero, k.dim(in, 1), [&](Value t) {
-                   k.loop(zero, k.dim(weight, 0), [&](Value n) {
-                     Value dot =
-                         k.reduce(zero, inFeatures, {k.f32(0.0)},
-                                  [&](Value i, ValueRange acc) {
-                                    Value p = k.mul(k.load(in, {r, t, i}),
-                                                    k.load(weight, {n, i}));
-                                    return SmallVector<Value>{k.add(acc[0], p)};
-                                  })[0];
-                     Value v = k.add(dot, k.load(b, {n}));
-                     k.store(applyActivation(k, act, v), result, {r, t, n});
-                   });
+               k.forEachRow(in, [&](Value r, Value t) {
+                 k.loop(zero, k.dim(weight, 0), [&](Value n) {
+                   Value dot =
+                       k.reduce(zero, inFeatures, {k.f32(0.0)},
+                                [&](Value i, ValueRange acc) {
+                                  Value p = k.mul(k.load(in, {r, t, i}),
+                                                  k.load(weight, {n, i}));
+                                  return SmallVector<Value>{k.add(acc[0], p)};
+                                })[0];
+                   Value v = k.add(dot, k.load(b, {n}));
+                   k.store(applyActivation(k, act, v), result, {r, t, n});
                  });
                });
              });
@@ -311,12 +304,10 @@ struct SliceLowering : public TfmLowering<SliceOp> {
                [&](KernelBuilder &k, ValueRange a) {
                  Value in = a[0], result = a[1];
                  Value zero = k.index(0), first = k.index(offset);
-                 k.loop(zero, k.dim(in, 0), [&](Value b) {
-                   k.loop(zero, k.dim(in, 1), [&](Value t) {
-                     k.loop(zero, k.dim(result, 2), [&](Value d) {
-                       k.store(k.load(in, {b, t, k.addIndex(first, d)}), result,
-                               {b, t, d});
-                     });
+                 k.forEachRow(in, [&](Value b, Value t) {
+                   k.loop(zero, k.dim(result, 2), [&](Value d) {
+                     k.store(k.load(in, {b, t, k.addIndex(first, d)}), result,
+                             {b, t, d});
                    });
                  });
                });
@@ -336,12 +327,10 @@ struct AddLowering : public TfmLowering<AddOp> {
     callKernel(rewriter, op, "add", args, [&](KernelBuilder &k, ValueRange a) {
       Value lhs = a[0], rhs = a[1], result = a[2];
       Value zero = k.index(0);
-      k.loop(zero, k.dim(lhs, 0), [&](Value b) {
-        k.loop(zero, k.dim(lhs, 1), [&](Value t) {
-          k.loop(zero, k.dim(lhs, 2), [&](Value d) {
-            k.store(k.add(k.load(lhs, {b, t, d}), k.load(rhs, {b, t, d})),
-                    result, {b, t, d});
-          });
+      k.forEachRow(lhs, [&](Value b, Value t) {
+        k.loop(zero, k.dim(lhs, 2), [&](Value d) {
+          k.store(k.add(k.load(lhs, {b, t, d}), k.load(rhs, {b, t, d})), result,
+                  {b, t, d});
         });
       });
     });
@@ -394,16 +383,14 @@ static void buildLayerNorm(ConversionPatternRewriter &rewriter, Operation *op,
     ValueRange rest = a.drop_front(residual ? 2 : 1);
     Value w = rest[0], beta = rest[1], result = rest[2];
     Value zero = k.index(0);
-    k.loop(zero, k.dim(in, 0), [&](Value b) {
-      k.loop(zero, k.dim(in, 1), [&](Value t) {
-        k.loop(zero, k.dim(in, 2), [&](Value d) {
-          Value v = k.load(in, {b, t, d});
-          if (res)
-            v = k.add(v, k.load(res, {b, t, d}));
-          k.store(v, result, {b, t, d});
-        });
-        normaliseRow(k, result, w, beta, eps, b, t);
+    k.forEachRow(in, [&](Value b, Value t) {
+      k.loop(zero, k.dim(in, 2), [&](Value d) {
+        Value v = k.load(in, {b, t, d});
+        if (res)
+          v = k.add(v, k.load(res, {b, t, d}));
+        k.store(v, result, {b, t, d});
       });
+      normaliseRow(k, result, w, beta, eps, b, t);
     });
   });
 }
