@@ -248,6 +248,15 @@ public:
     src.lengths = std::move(lengths);
     tokens.resize(slots);
     logits.resize(slots * vocab);
+    // Argument indices of the per-layer buffers, looked up once rather than
+    // by name at every step.
+    for (int64_t l = 0; l < layers; ++l) {
+      for (const char *kv : {"key.", "value."}) {
+        std::string suffix = kv + std::to_string(l);
+        crossArgs.push_back(frame.find("cross_" + suffix));
+        selfArgs.push_back(frame.find("self_" + suffix));
+      }
+    }
   }
 
   llvm::Error encode() {
@@ -278,23 +287,18 @@ public:
     frame.bind("tokens", tokens.data(), {active, 1});
     frame.bindScalar("step", position);
     frame.bind("src_lengths", src.lengths.data(), {active});
-    for (int64_t l = 0; l < layers; ++l) {
-      std::string n = std::to_string(l);
-      frame.bind("cross_key." + n, cross[2 * l].data(),
-                 {active, src.length, dModel});
-      frame.bind("cross_value." + n, cross[2 * l + 1].data(),
-                 {active, src.length, dModel});
-      frame.bind("self_key." + n, self[2 * l].data(),
-                 {active, capacity, dModel});
-      frame.bind("self_value." + n, self[2 * l + 1].data(),
-                 {active, capacity, dModel});
+    for (int64_t i = 0; i < 2 * layers; ++i) {
+      frame.bind(crossArgs[i], cross[i].data(), {active, src.length, dModel});
+      frame.bind(selfArgs[i], self[i].data(), {active, capacity, dModel});
     }
     frame.bind("logits", logits.data(), {active, 1, vocab});
-    if (llvm::Error e = frame.call())
+    // Keep the first failure; the search still runs to its end.
+    if (llvm::Error e = frame.call()) {
       if (!failure)
         failure = std::move(e);
       else
         llvm::consumeError(std::move(e));
+    }
     ++position;
     return logits.data();
   }
@@ -351,6 +355,8 @@ private:
   int64_t position = 0;
   // [2 * layer + {0: keys, 1: values}]
   std::vector<Buffer<float>> cross, self;
+  // decode_step's argument index of cross[i] and self[i].
+  std::vector<int> crossArgs, selfArgs;
   Buffer<int32_t> tokens;
   Buffer<float> logits;
   llvm::Error failure = llvm::Error::success();
