@@ -42,6 +42,7 @@ struct PendingLine {
   bool decode = false;
   bool bad = false;
   std::vector<int32_t> ids;
+  std::vector<std::string> unknownSpans; // source text of unk pieces
 };
 
 } // namespace
@@ -54,18 +55,24 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   if (!options.ids) {
     const frontend::Model &m = session.model();
     int32_t unk = session.specialIds().unk;
-    auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk);
+    auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk,
+                                 m.desc.source.spmModelPath);
     if (!src)
       return src.takeError();
-    auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk);
+    auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk,
+                                 m.desc.target.spmModelPath);
     if (!tgt)
       return tgt.takeError();
     sourceTokenizer = std::move(*src);
     targetTokenizer = std::move(*tgt);
   }
-  auto render = [&](llvm::ArrayRef<int32_t> ids) -> std::string {
+  auto render = [&](llvm::ArrayRef<int32_t> ids,
+                    const PendingLine &source) -> std::string {
     if (targetTokenizer)
-      return targetTokenizer->decode(ids);
+      return targetTokenizer->decode(
+          ids, options.replaceUnknown ? llvm::ArrayRef<std::string>(
+                                            source.unknownSpans)
+                                      : llvm::ArrayRef<std::string>());
     std::string text;
     for (size_t i = 0; i < ids.size(); ++i)
       text += (i ? " " : "") + std::to_string(ids[i]);
@@ -111,11 +118,11 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
         const std::vector<int32_t> &ids =
             nbest.empty() ? std::vector<int32_t>() : nbest.front().ids;
         stats.generatedTokens += static_cast<int64_t>(ids.size());
-        out << render(ids) << "\n";
+        out << render(ids, p) << "\n";
         continue;
       }
       for (int64_t k = 0; k < options.nBest && k < int64_t(nbest.size()); ++k) {
-        out << index << " ||| " << render(nbest[k].ids) << " ||| "
+        out << index << " ||| " << render(nbest[k].ids, p) << " ||| "
             << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
         stats.generatedTokens += static_cast<int64_t>(nbest[k].ids.size());
       }
@@ -132,17 +139,24 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     text = text.rtrim("\r");
     PendingLine pending;
     if (!text.trim().empty()) {
-      auto ids = sourceTokenizer ? sourceTokenizer->encode(text)
-                                 : parseIdLine(text, vocab);
-      if (!ids) {
+      llvm::Expected<Encoding> encoded = Encoding();
+      if (sourceTokenizer) {
+        encoded = sourceTokenizer->tokenize(text);
+      } else if (auto ids = parseIdLine(text, vocab)) {
+        encoded->ids = std::move(*ids);
+      } else {
+        encoded = ids.takeError();
+      }
+      if (!encoded) {
         ++stats.badLines;
         pending.bad = true;
         diagnostics << llvm::formatv("error: input line {0}: {1}\n",
                                      stats.lines,
-                                     llvm::toString(ids.takeError()));
+                                     llvm::toString(encoded.takeError()));
       } else {
         pending.decode = true;
-        pending.ids = std::move(*ids);
+        pending.ids = std::move(encoded->ids);
+        pending.unknownSpans = std::move(encoded->unknownSpans);
         if (static_cast<int64_t>(pending.ids.size()) > maxTokens) {
           ++stats.truncatedLines;
           diagnostics << llvm::formatv(

@@ -15,8 +15,12 @@ struct TranslateOptions {
   /// Lines decoded together.
   int64_t batchSize = 32;
   /// Lines are space-separated token ids in and out (no tokenizer);
-  /// otherwise text through the model's tokenizers (char and word kinds).
+  /// otherwise text through the model's tokenizers.
   bool ids = false;
+  /// Text mode: the k-th unk of a translation is replaced by the source text
+  /// of the k-th unknown source piece (when there is one) instead of being
+  /// written as the unk token.
+  bool replaceUnknown = false;
   /// Write `i ||| translation ||| score` lines, nBest per input (>= 1).
   bool scores = false;
   int64_t nBest = 1;

@@ -1,6 +1,8 @@
 //===- Tokenizer.cpp - text <-> token ids ---------------------------------===//
 #include "runtime/tokenizers/Tokenizer.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cctype>
 
 using namespace tfmc;
@@ -50,15 +52,23 @@ bool tfmc::runtime::isCjk(uint32_t cp) {
          (cp >= 0xff00 && cp <= 0xffef);     // fullwidth forms
 }
 
-namespace {
+llvm::Error tfmc::runtime::validateUtf8(llvm::StringRef text) {
+  for (size_t i = 0; i < text.size();) {
+    size_t n = utf8CharLength(text.drop_front(i));
+    if (n == 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "invalid UTF-8 at byte %zu", i);
+    i += n;
+  }
+  return llvm::Error::success();
+}
 
-bool isAsciiPunct(char c) {
+static bool isAsciiPunct(char c) {
   return std::ispunct(static_cast<unsigned char>(c)) != 0;
 }
 
-/// Splits at whitespace; ASCII punctuation characters are pieces of their
-/// own; with `cjkChars`, so is every CJK character.
-std::vector<std::string> splitText(llvm::StringRef text, bool cjkChars) {
+std::vector<std::string> tfmc::runtime::splitText(llvm::StringRef text,
+                                                  bool cjkChars) {
   std::vector<std::string> pieces;
   std::string current;
   auto flush = [&] {
@@ -87,20 +97,46 @@ std::vector<std::string> splitText(llvm::StringRef text, bool cjkChars) {
   return pieces;
 }
 
-class CharTokenizer : public Tokenizer {
-public:
-  using Tokenizer::Tokenizer;
-  std::vector<std::string> split(llvm::StringRef text) const override {
-    return splitText(text, /*cjkChars=*/true);
-  }
-};
+namespace {
 
-class WordTokenizer : public Tokenizer {
+/// The `char` and `word` kinds: split, then look pieces up in the vocabulary.
+class SplitTokenizer : public Tokenizer {
 public:
-  using Tokenizer::Tokenizer;
-  std::vector<std::string> split(llvm::StringRef text) const override {
-    return splitText(text, /*cjkChars=*/false);
+  SplitTokenizer(const frontend::Vocabulary &vocab, int32_t unk, bool cjkChars)
+      : vocab(vocab), unk(unk), cjkChars(cjkChars) {}
+
+  llvm::Expected<Encoding> tokenize(llvm::StringRef text) const override {
+    if (llvm::Error e = validateUtf8(text))
+      return std::move(e);
+    Encoding enc;
+    for (std::string &piece : splitText(text, cjkChars)) {
+      std::optional<int64_t> id = vocab.lookup(piece);
+      enc.ids.push_back(id ? static_cast<int32_t>(*id) : unk);
+      if (!id || *id == unk)
+        enc.unknownSpans.push_back(std::move(piece));
+    }
+    return enc;
   }
+
+  std::string decode(llvm::ArrayRef<int32_t> ids,
+                     llvm::ArrayRef<std::string> unkReplacements) const override {
+    std::vector<std::string> pieces;
+    size_t unks = 0;
+    for (int32_t id : ids) {
+      if (id >= 0 && id < vocab.size() && id != unk)
+        pieces.push_back(vocab.token(id).str());
+      else if (unks < unkReplacements.size())
+        pieces.push_back(unkReplacements[unks++]);
+      else
+        pieces.push_back(vocab.token(unk).str());
+    }
+    return detokenize(pieces);
+  }
+
+private:
+  const frontend::Vocabulary &vocab;
+  int32_t unk;
+  bool cjkChars;
 };
 
 bool startsWithCjk(llvm::StringRef piece) {
@@ -118,49 +154,51 @@ bool endsWithCjk(llvm::StringRef piece) {
   return false;
 }
 
+bool isWordLike(llvm::StringRef piece) {
+  return !piece.empty() && std::isalnum(static_cast<unsigned char>(piece.back()));
+}
+
 } // namespace
 
 llvm::Expected<std::vector<int32_t>>
 Tokenizer::encode(llvm::StringRef text) const {
-  for (size_t i = 0; i < text.size();) {
-    size_t n = utf8CharLength(text.drop_front(i));
-    if (n == 0)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "invalid UTF-8 at byte %zu", i);
-    i += n;
-  }
-  std::vector<int32_t> ids;
-  for (const std::string &piece : split(text)) {
-    std::optional<int64_t> id = vocab.lookup(piece);
-    ids.push_back(id ? static_cast<int32_t>(*id) : unk);
-  }
-  return ids;
-}
-
-std::string Tokenizer::decode(llvm::ArrayRef<int32_t> ids) const {
-  std::vector<std::string> pieces;
-  for (int32_t id : ids)
-    pieces.push_back(
-        (id >= 0 && id < vocab.size() ? vocab.token(id) : vocab.token(unk))
-            .str());
-  return detokenize(pieces);
+  auto enc = tokenize(text);
+  if (!enc)
+    return enc.takeError();
+  return std::move(enc->ids);
 }
 
 std::string tfmc::runtime::detokenize(llvm::ArrayRef<std::string> pieces) {
   static const llvm::StringRef closing[] = {
       ".", ",",  "!",  "?",   ";",   ":",   "%",   ")",  "]",
-      "}", "'s", "'t", "n't", "'re", "'ve", "'ll", "'d", "'m"};
+      "}", "'s", "'t", "n't", "'re", "'ve", "'ll", "'d", "'m", "..."};
   static const llvm::StringRef opening[] = {"(", "[", "{", "$", "#"};
+  static const llvm::StringRef suffixes[] = {"s",  "t",  "re", "ve",
+                                             "ll", "d",  "m"};
   std::string out;
   llvm::StringRef previous;
-  for (const std::string &piece : pieces) {
-    bool space = !out.empty();
+  bool quoteOpen = false, glueNext = false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    llvm::StringRef piece = pieces[i];
+    bool space = !out.empty() && !glueNext;
+    glueNext = false;
     for (llvm::StringRef c : closing)
       space &= piece != c;
     for (llvm::StringRef o : opening)
       space &= previous != o;
     if (space && endsWithCjk(previous) && startsWithCjk(piece))
       space = false;
+    if (piece == "'" && isWordLike(previous) && i + 1 < pieces.size() &&
+        llvm::is_contained(suffixes, llvm::StringRef(pieces[i + 1]))) {
+      space = false; // don ' t -> don't
+      glueNext = true;
+    } else if (piece == "\"") {
+      if (quoteOpen)
+        space = false;
+      else
+        glueNext = true;
+      quoteOpen = !quoteOpen;
+    }
     if (space)
       out += ' ';
     out += piece;
@@ -171,13 +209,16 @@ std::string tfmc::runtime::detokenize(llvm::ArrayRef<std::string> pieces) {
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
 Tokenizer::create(llvm::StringRef kind, const frontend::Vocabulary &vocab,
-                  int32_t unk) {
-  if (kind == "char")
-    return std::unique_ptr<Tokenizer>(new CharTokenizer(vocab, unk));
-  if (kind == "word")
-    return std::unique_ptr<Tokenizer>(new WordTokenizer(vocab, unk));
+                  int32_t unk, llvm::StringRef spmModelPath) {
+  if (unk < 0 || unk >= vocab.size())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "unk id %d is outside the vocabulary", unk);
+  if (kind == "char" || kind == "word")
+    return std::unique_ptr<Tokenizer>(
+        new SplitTokenizer(vocab, unk, /*cjkChars=*/kind == "char"));
+  if (kind == "sentencepiece")
+    return createSentencePieceTokenizer(spmModelPath, vocab, unk);
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "tokenizer '%s' is not available yet "
-                                 "(pass --ids and token ids)",
+                                 "unknown tokenizer kind '%s'",
                                  kind.str().c_str());
 }

@@ -317,12 +317,13 @@ def random_init(model, seed, eos_bias=0.0, qk_gain=1.0, out_gain=1.0):
 _DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (None, 2), "F64": (np.float64, 8)}
 
 
-def write_safetensors(path, tensors):
-    """tensors: ordered dict name -> float32 numpy array."""
+def write_safetensors(path, tensors, dtype="F32"):
+    """tensors: ordered dict name -> float32 numpy array, stored as `dtype` (F32 or F16)."""
+    np_dtype = {"F32": "<f4", "F16": "<f2"}[dtype]
     header, offset, blobs = {}, 0, []
     for name, arr in tensors.items():
-        data = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
+        data = np.ascontiguousarray(arr, dtype=np_dtype).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     hdr = json.dumps(header, separators=(",", ":")).encode()

@@ -3,6 +3,7 @@
 // tfmc compile   MODEL.json [--emit=STAGE] [-o FILE] [--dump-ir DIR]
 // tfmc translate MODEL.json [-i FILE] [-o FILE] [--ids] [--batch-size N] ...
 // tfmc forward   MODEL.json --src IDS --tgt IDS -o LOGITS.npy
+// tfmc score     --hyp FILE --ref FILE [--ref FILE ...]
 //
 // Argument parsing only; the work is done by the compiler and runtime
 // libraries.
@@ -12,6 +13,7 @@
 #include "frontends/model/Model.h"
 #include "runtime/io/Npy.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/scoring/ScoreFiles.h"
 #include "runtime/session/Session.h"
 #include "runtime/session/Translator.h"
 
@@ -86,6 +88,8 @@ int main(int argc, char **argv) {
                                   "Translate sentences, one per line");
   cl::SubCommand forwardCommand(
       "forward", "Teacher-forced logits of source/target id files as .npy");
+  cl::SubCommand scoreCommand(
+      "score", "Corpus BLEU and chrF of translations (sacreBLEU-compatible)");
 
   cl::OptionCategory category("tfmc options");
   cl::opt<std::string> model(cl::Positional, cl::desc("MODEL.json"),
@@ -122,6 +126,11 @@ int main(int argc, char **argv) {
                              cl::sub(translateCommand), cl::cat(category));
   cl::opt<bool> ids("ids", cl::desc("Lines are space-separated token ids"),
                     cl::sub(translateCommand), cl::cat(category));
+  cl::opt<bool> replaceUnk(
+      "replace-unk",
+      cl::desc("Write the k-th <unk> of a translation as the source text of "
+               "the k-th unknown source token (text mode)"),
+      cl::sub(translateCommand), cl::cat(category));
   cl::opt<int64_t> batchSize("batch-size", cl::desc("Sentences per batch"),
                              cl::init(32), cl::sub(translateCommand),
                              cl::cat(category));
@@ -165,6 +174,15 @@ int main(int argc, char **argv) {
       cl::value_desc("IDS"), cl::Required, cl::sub(forwardCommand),
       cl::cat(category));
 
+  // score
+  cl::opt<std::string> hypFile("hyp", cl::desc("Translations, one per line"),
+                               cl::value_desc("FILE"), cl::Required,
+                               cl::sub(scoreCommand), cl::cat(category));
+  cl::list<std::string> refFiles(
+      "ref", cl::desc("Reference translations, one per line (repeatable)"),
+      cl::value_desc("FILE"), cl::OneOrMore, cl::sub(scoreCommand),
+      cl::cat(category));
+
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
@@ -179,6 +197,15 @@ int main(int argc, char **argv) {
   if (kernels == "library" && !runtime::haveLibraryKernels())
     return fail("--kernels=library: this tfmc was built without oneDNN");
   bool library = kernels == "library";
+
+  if (scoreCommand) {
+    auto report = scoring::scoreFiles(hypFile, refFiles);
+    if (!report)
+      return fail(report.takeError());
+    llvm::outs() << report->bleu.format() << "\n"
+                 << report->chrf.format() << "\n";
+    return 0;
+  }
 
   if (compileCommand) {
     auto stage = mlir::tfm::parseStage(emit);
@@ -238,6 +265,7 @@ int main(int argc, char **argv) {
       return fail(os.takeError());
     runtime::TranslateOptions options;
     options.ids = ids;
+    options.replaceUnknown = replaceUnk;
     options.batchSize = batchSize;
     options.search.maxLength = maxLength;
     options.search.minLength = minLength;
@@ -291,7 +319,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  llvm::errs() << "error: expected a command: compile, translate or forward "
+  llvm::errs() << "error: expected a command: compile, translate, forward or "
+                  "score "
                   "(see tfmc --help)\n";
   return 1;
 }

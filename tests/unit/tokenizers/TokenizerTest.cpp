@@ -1,4 +1,4 @@
-//===- TokenizerTest.cpp - char/word tokenizers and the detokenizer -------===//
+//===- TokenizerTest.cpp - tokenizers and the detokenizer -----------------===//
 #include "runtime/tokenizers/Tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -14,27 +14,40 @@ frontend::Vocabulary vocab(std::vector<std::string> tokens) {
   return std::move(*v);
 }
 
-std::vector<std::string> pieces(const Tokenizer &t, llvm::StringRef text) {
-  return t.split(text);
+/// The pieces a tokenizer looks up: encode the text and map ids back to
+/// tokens (every piece of these tests is in the vocabulary).
+std::vector<std::string> pieces(const Tokenizer &t,
+                                const frontend::Vocabulary &v,
+                                llvm::StringRef text) {
+  auto ids = t.encode(text);
+  EXPECT_TRUE(static_cast<bool>(ids));
+  std::vector<std::string> out;
+  for (int32_t id : *ids)
+    out.push_back(v.token(id).str());
+  return out;
 }
 
 TEST(Tokenizer, CharSplitsCjkCharactersAndAsciiWords) {
-  frontend::Vocabulary v = vocab({"<pad>", "<s>", "</s>", "<unk>"});
+  frontend::Vocabulary v =
+      vocab({"<pad>", "<s>", "</s>", "<unk>", "我", "们", "明", "天", "去",
+             "公", "园", "吧", "。", "有", "2", "个", "iPhone", ",", "ok"});
   auto t = Tokenizer::create("char", v, 3);
   ASSERT_TRUE(static_cast<bool>(t));
-  EXPECT_EQ(pieces(**t, "我们明天去公园吧。"),
+  EXPECT_EQ(pieces(**t, v, "我们明天去公园吧。"),
             (std::vector<std::string>{"我", "们", "明", "天", "去", "公", "园",
                                       "吧", "。"}));
   EXPECT_EQ(
-      pieces(**t, "我有2个iPhone, ok"),
+      pieces(**t, v, "我有2个iPhone, ok"),
       (std::vector<std::string>{"我", "有", "2", "个", "iPhone", ",", "ok"}));
 }
 
 TEST(Tokenizer, WordSplitsWhitespaceAndPunctuation) {
-  frontend::Vocabulary v = vocab({"<pad>", "<s>", "</s>", "<unk>"});
+  frontend::Vocabulary v =
+      vocab({"<pad>", "<s>", "</s>", "<unk>", "Let", "'", "s", "go", "to",
+             "the", "park", ",", "OK", "?"});
   auto t = Tokenizer::create("word", v, 3);
   ASSERT_TRUE(static_cast<bool>(t));
-  EXPECT_EQ(pieces(**t, "  Let's go to the park, OK?\t"),
+  EXPECT_EQ(pieces(**t, v, "  Let's go to the park, OK?\t"),
             (std::vector<std::string>{"Let", "'", "s", "go", "to", "the",
                                       "park", ",", "OK", "?"}));
 }
@@ -81,11 +94,135 @@ TEST(Tokenizer, DecodeMapsIdsToPieces) {
   EXPECT_EQ((*t)->decode({4, 99}), "Hello <unk>");
 }
 
-TEST(Tokenizer, SentencePieceIsNotAvailableYet) {
+TEST(Tokenizer, DetokenizerJoinsContractionsAndQuotes) {
+  // What the word tokenizer makes of "Don't say "no", it's fine."
+  EXPECT_EQ(detokenize({"Don", "'", "t", "say", "\"", "no", "\"", ",", "it",
+                        "'", "s", "fine", "."}),
+            "Don't say \"no\", it's fine.");
+}
+
+TEST(Tokenizer, WordRoundTripsEnglishSpacing) {
+  frontend::Vocabulary v = vocab({"<pad>", "<s>", "</s>", "<unk>", "I", "'",
+                                  "m", "not", "sure", ",", "am", "?"});
+  auto t = Tokenizer::create("word", v, 3);
+  ASSERT_TRUE(static_cast<bool>(t));
+  auto ids = (*t)->encode("I'm not sure, am I?");
+  ASSERT_TRUE(static_cast<bool>(ids));
+  EXPECT_EQ((*t)->decode(*ids), "I'm not sure, am I?");
+}
+
+TEST(Tokenizer, UnknownSourceSpansCanReplaceOutputUnks) {
+  frontend::Vocabulary v =
+      vocab({"<pad>", "<s>", "</s>", "<unk>", "我", "叫", "Hello", ","});
+  auto src = Tokenizer::create("char", v, 3);
+  ASSERT_TRUE(static_cast<bool>(src));
+  auto enc = (*src)->tokenize("我叫Tom");
+  ASSERT_TRUE(static_cast<bool>(enc));
+  EXPECT_EQ(enc->ids, (std::vector<int32_t>{4, 5, 3}));
+  EXPECT_EQ(enc->unknownSpans, (std::vector<std::string>{"Tom"}));
+  auto tgt = Tokenizer::create("word", v, 3);
+  ASSERT_TRUE(static_cast<bool>(tgt));
+  EXPECT_EQ((*tgt)->decode({6, 7, 3}, enc->unknownSpans), "Hello, Tom");
+  EXPECT_EQ((*tgt)->decode({6, 7, 3}), "Hello, <unk>");
+  // More unks than spans: the rest stay visible.
+  EXPECT_EQ((*tgt)->decode({3, 3}, enc->unknownSpans), "Tom <unk>");
+}
+
+TEST(Tokenizer, UnknownKindIsAnError) {
   frontend::Vocabulary v = vocab({"<pad>", "<s>", "</s>", "<unk>"});
-  auto t = Tokenizer::create("sentencepiece", v, 3);
+  auto t = Tokenizer::create("bpe", v, 3);
   ASSERT_FALSE(static_cast<bool>(t));
-  EXPECT_NE(llvm::toString(t.takeError()).find("not available yet"),
+  EXPECT_EQ(llvm::toString(t.takeError()), "unknown tokenizer kind 'bpe'");
+}
+
+// The SentencePiece kind, with the bundled zh->en model's tokenizers. The
+// expected ids and pieces come from the Python `sentencepiece` module on the
+// same model files (the one the model was trained with).
+std::string bundled(llvm::StringRef file) {
+  return std::string(TFMC_SOURCE_DIR "/examples/zh-en/") + file.str();
+}
+
+struct SpmSide {
+  frontend::Vocabulary vocab;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+SpmSide loadSpm(llvm::StringRef side) {
+  auto v = frontend::Vocabulary::load(bundled(side.str() + ".vocab"));
+  EXPECT_TRUE(static_cast<bool>(v)) << llvm::toString(v.takeError());
+  SpmSide s{std::move(*v), nullptr};
+  auto t = Tokenizer::create("sentencepiece", s.vocab, 3,
+                             bundled(side.str() + ".spm"));
+  EXPECT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  s.tokenizer = std::move(*t);
+  return s;
+}
+
+TEST(SentencePiece, EncodesLikeThePythonModule) {
+  SpmSide src = loadSpm("src");
+  auto ids = src.tokenizer->encode("我们明天去公园吧。");
+  ASSERT_TRUE(static_cast<bool>(ids));
+  EXPECT_EQ(*ids, (std::vector<int32_t>{22, 239, 33, 934, 87, 4}));
+  EXPECT_EQ(src.vocab.token(22), "\xe2\x96\x81我们");
+}
+
+TEST(SentencePiece, DecodesToNormalText) {
+  SpmSide tgt = loadSpm("tgt");
+  std::vector<int32_t> ids = {141, 6, 8, 57, 7, 9, 384, 143, 21, 924, 12};
+  EXPECT_EQ(tgt.tokenizer->decode(ids), "Let's go to the park tomorrow, OK?");
+  auto again = tgt.tokenizer->encode("Let's go to the park tomorrow, OK?");
+  ASSERT_TRUE(static_cast<bool>(again));
+  EXPECT_EQ(*again, ids);
+}
+
+TEST(SentencePiece, UnknownCharactersMapToUnkAndKeepTheirText) {
+  SpmSide src = loadSpm("src");
+  SpmSide tgt = loadSpm("tgt");
+  auto enc = src.tokenizer->tokenize("他养了一只龘。");
+  ASSERT_TRUE(static_cast<bool>(enc));
+  EXPECT_EQ(enc->ids, (std::vector<int32_t>{13, 1142, 7, 586, 3, 4}));
+  EXPECT_EQ(enc->unknownSpans, (std::vector<std::string>{"龘"}));
+  // "the park" + unk + "?": visible by default, or the source text.
+  EXPECT_EQ(tgt.tokenizer->decode({9, 384, 3, 12}), "the park <unk>?");
+  EXPECT_EQ(tgt.tokenizer->decode({9, 384, 3, 12}, enc->unknownSpans),
+            "the park 龘?");
+}
+
+TEST(SentencePiece, InvalidUtf8IsAnError) {
+  SpmSide src = loadSpm("src");
+  auto ids = src.tokenizer->encode(llvm::StringRef("我\xff", 4));
+  ASSERT_FALSE(static_cast<bool>(ids));
+  EXPECT_EQ(llvm::toString(ids.takeError()), "invalid UTF-8 at byte 3");
+}
+
+TEST(SentencePiece, ModelAndVocabularyMustAgree) {
+  frontend::Vocabulary small = vocab({"<pad>", "<s>", "</s>", "<unk>"});
+  auto t = Tokenizer::create("sentencepiece", small, 3, bundled("src.spm"));
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_NE(llvm::toString(t.takeError())
+                .find("has 4000 pieces but the vocabulary has 4 tokens"),
+            std::string::npos);
+
+  // The target vocabulary has the right size but other pieces.
+  auto tgtVocab = frontend::Vocabulary::load(bundled("tgt.vocab"));
+  ASSERT_TRUE(static_cast<bool>(tgtVocab));
+  t = Tokenizer::create("sentencepiece", *tgtVocab, 3, bundled("src.spm"));
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_NE(llvm::toString(t.takeError()).find("but vocabulary line"),
+            std::string::npos);
+
+  auto srcVocab = frontend::Vocabulary::load(bundled("src.vocab"));
+  ASSERT_TRUE(static_cast<bool>(srcVocab));
+  t = Tokenizer::create("sentencepiece", *srcVocab, 2, bundled("src.spm"));
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_NE(llvm::toString(t.takeError())
+                .find("uses unk id 3 but special_tokens.unk is 2"),
+            std::string::npos);
+
+  t = Tokenizer::create("sentencepiece", *srcVocab, 3, "/nonexistent.spm");
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_NE(llvm::toString(t.takeError())
+                .find("cannot load SentencePiece model '/nonexistent.spm'"),
             std::string::npos);
 }
 

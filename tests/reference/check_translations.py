@@ -1,0 +1,147 @@
+"""Translate text with tfmc and with the PyTorch reference; require equality.
+
+    /usr/bin/python3 tests/reference/check_translations.py --model examples/zh-en/model.json \
+        --src ../shared/data/tatoeba-zh-en/dev.zh [--ref ../shared/data/tatoeba-zh-en/dev.en]
+
+For a model whose sides use the `sentencepiece` tokenizer:
+  1. the reference tokenizes every line with the Python `sentencepiece` module
+     and decodes greedily (tfm_reference.greedy: full recomputation, no KV
+     cache, one line at a time);
+  2. tfmc translates the same token ids (`--ids`): its ids must equal the
+     reference's line for line;
+  3. tfmc translates the raw text (its own C++ tokenizers): its text must
+     equal the reference ids rendered by the Python module, line for line,
+     which also holds only if both sides tokenized the source identically.
+With --ref, corpus BLEU and chrF of both outputs are printed (examples/zh-en/
+metrics.py; `tfmc score` gives the same numbers). With --write FILE the
+reference translations are written there (how the CI expectations in
+tests/lit/tfmc/zh-en are made). Exit status 1 on any difference.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import sentencepiece as spm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "zh-en"))
+import tfm_reference as ref  # noqa: E402
+import metrics  # noqa: E402
+
+KWB = "\u2581"
+
+
+def render(sp, ids, unk, unk_piece):
+    """Ids -> text exactly as tfmc's sentencepiece tokenizer renders them:
+    runs without unk decoded by SentencePiece, an unk written as its piece."""
+    out, run = "", []
+
+    def flush():
+        nonlocal out, run
+        if run:
+            text = sp.decode(run)
+            if out and text and sp.id_to_piece(run[0]).startswith(KWB):
+                out += " "
+            out += text
+            run = []
+
+    for i in ids:
+        if i == unk:
+            flush()
+            out += (" " if out else "") + unk_piece
+        else:
+            run.append(i)
+    flush()
+    return out
+
+
+def run_tfmc(tfmc, model, lines, extra):
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
+        f.write("".join(line + "\n" for line in lines))
+        path = f.name
+    try:
+        res = subprocess.run([tfmc, "translate", model, "-i", path] + extra,
+                             capture_output=True, text=True, encoding="utf-8")
+    finally:
+        os.unlink(path)
+    if res.returncode != 0:
+        sys.exit(f"error: tfmc failed ({res.returncode}): {res.stderr.strip()}")
+    return res.stdout.split("\n")[:-1]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="model.json")
+    p.add_argument("--src", required=True, help="source text, one sentence per line")
+    p.add_argument("--ref", help="reference translations (prints BLEU/chrF)")
+    p.add_argument("--tfmc", default=os.path.join(HERE, "..", "..", "build", "bin", "tfmc"))
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--kernels", default="library", choices=["library", "loops"])
+    p.add_argument("--write", help="write the reference translations to this file")
+    p.add_argument("--limit", type=int, default=0, help="only the first N lines")
+    args = p.parse_args()
+
+    with open(args.model) as f:
+        desc = json.load(f)
+    base = os.path.dirname(os.path.abspath(args.model))
+    for side in ("source", "target"):
+        if desc[side]["tokenizer"] != "sentencepiece":
+            sys.exit(f"error: {side} tokenizer is {desc[side]['tokenizer']}; this check needs sentencepiece")
+    sp_src = spm.SentencePieceProcessor(model_file=os.path.join(base, desc["source"]["model"]))
+    sp_tgt = spm.SentencePieceProcessor(model_file=os.path.join(base, desc["target"]["model"]))
+    with open(args.src, encoding="utf-8") as f:
+        src_lines = f.read().splitlines()
+    if args.limit:
+        src_lines = src_lines[: args.limit]
+    if any(not line.strip() for line in src_lines):
+        sys.exit("error: the source has empty lines")
+
+    model = ref.load(args.model)
+    unk = model.special["unk"]
+    unk_piece = sp_tgt.id_to_piece(unk)
+    t0 = time.time()
+    src_ids = [sp_src.encode(line) for line in src_lines]
+    ref_ids = [model.greedy(ids, max_length=args.max_length) for ids in src_ids]
+    ref_text = [render(sp_tgt, ids, unk, unk_piece) for ids in ref_ids]
+    print(f"reference: {len(src_lines)} lines in {time.time() - t0:.0f} s")
+
+    common = ["--max-length", str(args.max_length), f"--kernels={args.kernels}"]
+    t0 = time.time()
+    tfmc_ids = run_tfmc(args.tfmc, args.model, [" ".join(map(str, ids)) for ids in src_ids],
+                        common + ["--ids"])
+    tfmc_text = run_tfmc(args.tfmc, args.model, src_lines, common)
+    print(f"tfmc: 2 x {len(src_lines)} lines in {time.time() - t0:.0f} s")
+
+    bad = 0
+    for i, (r_ids, t_ids, r_text, t_text) in enumerate(zip(ref_ids, tfmc_ids, ref_text, tfmc_text)):
+        if " ".join(map(str, r_ids)) != t_ids:
+            bad += 1
+            print(f"line {i + 1}: ids differ\n  reference: {r_ids}\n  tfmc:      {t_ids}")
+        elif r_text != t_text:
+            bad += 1
+            print(f"line {i + 1}: text differs\n  reference: {r_text!r}\n  tfmc:      {t_text!r}")
+    if len(tfmc_ids) != len(src_lines) or len(tfmc_text) != len(src_lines):
+        bad += 1
+        print(f"tfmc wrote {len(tfmc_ids)} / {len(tfmc_text)} lines for {len(src_lines)} inputs")
+
+    if args.ref:
+        with open(args.ref, encoding="utf-8") as f:
+            refs = f.read().splitlines()[: len(src_lines)]
+        for name, hyps in (("reference", ref_text), ("tfmc", tfmc_text)):
+            print(f"{name}: BLEU {metrics.corpus_bleu(hyps, refs):.2f} "
+                  f"chrF {metrics.corpus_chrf(hyps, refs):.2f}")
+    if args.write:
+        with open(args.write, "w", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in ref_text))
+    print(f"{len(src_lines) - bad}/{len(src_lines)} lines identical: {'PASS' if bad == 0 else 'FAIL'}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
