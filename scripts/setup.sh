@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 packages=(llvm-19-dev libmlir-19-dev mlir-19-tools libdnnl-dev libfmt-dev
           libgtest-dev nlohmann-json3-dev libsentencepiece-dev sentencepiece
           cmake ninja-build lld-14 clang-14 g++ python3)
+# OpenBLAS: Debian's torch calls the generic libblas.so.3, and the reference
+# BLAS behind it makes training matmuls ~20x slower.
 if [[ "${1:-}" == "--reference" ]]; then
-  packages+=(python3-torch python3-numpy python3-sentencepiece)
+  packages+=(python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp)
 fi
 
 missing=()

@@ -13,7 +13,8 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
     nest over buffers: vectorisable row loops for linear layers, layer norm
     and residuals, and for attention one loop nest per (row, head, query)
     with the mask as a loop bound and an online softmax (running maximum
-    and sum), so no score matrix is ever stored. Intermediate buffers are
+    and sum, rescaled once per block of 16 keys whose scores sit in a
+    16-float scratch row), so no score matrix is ever stored. Intermediate buffers are
     allocated in the function and freed before it returns.
 
     With `use-library-calls`, `tfm.linear` becomes a call of the runtime's
@@ -46,6 +47,22 @@ def TfmDropArgumentRoles : Pass<"tfm-drop-argument-roles", "ModuleOp"> {
     each one, printing the whole function, which made the JIT several times
     slower), so they are dropped before the lowering to the LLVM dialect.
   }];
+}
+
+def TfmApproximateMath : Pass<"tfm-approximate-math", "ModuleOp"> {
+  let summary = "replaces math.exp and math.erf by polynomial approximations";
+  let description = [{
+    LLVM lowers `math.exp` and `math.erf` to calls of scalar libm functions,
+    which keeps the loops around them (softmax exponentials in attention,
+    exact GELU) from being vectorised. This pass rewrites them with MLIR's
+    polynomial approximations (range reduction plus a minimax polynomial,
+    about 1 ulp for exp in float32) made of plain arith ops, so the loop
+    vectoriser turns those loops into AVX-512 code. Runs at the start of the
+    loops -> LLVM lowering; the `loops` stage still shows `math.exp`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // COMPILER_CONVERSION_PASSES_TD

@@ -72,6 +72,8 @@ void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
 
 void mlir::tfm::buildLLVMPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createTfmDropArgumentRoles());
+  // Polynomial exp/erf keep the softmax and GELU loops vectorisable.
+  pm.addPass(createTfmApproximateMath());
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertMathToLLVMPass());

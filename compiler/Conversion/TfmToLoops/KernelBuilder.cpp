@@ -93,8 +93,8 @@ void KernelBuilder::forEachRow(Value like,
 
 SmallVector<Value> KernelBuilder::reduce(
     Value lb, Value ub, ValueRange init,
-    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto forOp = b.create<scf::ForOp>(loc, lb, ub, index(1), init);
+    function_ref<SmallVector<Value>(Value, ValueRange)> body, Value step) {
+  auto forOp = b.create<scf::ForOp>(loc, lb, ub, step ? step : index(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());

@@ -48,10 +48,11 @@ public:
   /// [batch, sequence, features] buffer.
   void forEachRow(Value like, function_ref<void(Value, Value)> body);
   /// Loop with loop-carried values; `body(iv, carried)` returns the next
-  /// values. Returns the final values.
+  /// values. Returns the final values. `step` defaults to 1.
   SmallVector<Value>
   reduce(Value lb, Value ub, ValueRange init,
-         function_ref<SmallVector<Value>(Value, ValueRange)> body);
+         function_ref<SmallVector<Value>(Value, ValueRange)> body,
+         Value step = Value());
 
   OpBuilder &builder() { return b; }
   Location location() const { return loc; }

@@ -467,19 +467,28 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
     return success();
   }
 
-  /// One loop nest per (row, head, query): the visible keys are a loop
-  /// bound, the softmax is online (running maximum m and sum l) and the
-  /// partial weighted sum of values lives in `out`, rescaled whenever the
-  /// maximum grows.
+  /// One loop nest per (row, head, query) with the visible keys as a loop
+  /// bound and an online softmax over blocks of kKeyBlock keys: per block,
+  /// the scaled dot products go to a scratch row of kKeyBlock floats (never
+  /// a [batch, heads, q, k] buffer), the running maximum m and sum l and the
+  /// partial weighted sum in `out` are rescaled once, and the block's
+  /// exponentials and value updates are vectorisable loops.
+  static constexpr int64_t kKeyBlock = 16;
+
   static void emitAttention(KernelBuilder &k, Value q, Value key, Value value,
                             Value lengths, Value queryOffset, Value kvLimit,
                             Value out, int64_t dModel, int64_t heads,
                             float scaleValue, bool causal) {
+    OpBuilder &ob = k.builder();
     Value zero = k.index(0);
     Value headDim = k.index(dModel / heads);
+    Value block = k.index(kKeyBlock);
     Value scale = k.f32(scaleValue);
     Value keyCount = k.minIndex(k.dim(key, 1), kvLimit);
     Value lowest = k.f32(-std::numeric_limits<float>::max());
+    Value scores = ob.create<memref::AllocaOp>(
+        k.location(), MemRefType::get({kKeyBlock}, ob.getF32Type()),
+        ob.getI64IntegerAttr(64));
     k.loop(zero, k.dim(q, 0), [&](Value b) {
       Value rowKeys = keyCount;
       if (lengths)
@@ -494,36 +503,57 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
           k.loop(zero, headDim, [&](Value d) {
             k.store(k.f32(0.0), out, {b, t, k.addIndex(base, d)});
           });
-          SmallVector<Value> ml = k.reduce(
-              zero, visible, {lowest, k.f32(0.0)},
-              [&](Value j, ValueRange carried) {
-                Value m = carried[0], l = carried[1];
-                Value dot = k.reduce(
-                    zero, headDim, {k.f32(0.0)}, [&](Value d, ValueRange acc) {
-                      Value c = k.addIndex(base, d);
-                      Value p =
-                          k.mul(k.load(q, {b, t, c}), k.load(key, {b, j, c}));
-                      return SmallVector<Value>{k.add(acc[0], p)};
-                    })[0];
-                Value s = k.mul(dot, scale);
-                Value newMax = k.max(m, s);
-                Value rescale = k.exp(k.sub(m, newMax));
-                Value weight = k.exp(k.sub(s, newMax));
-                k.loop(zero, headDim, [&](Value d) {
-                  Value c = k.addIndex(base, d);
-                  Value acc = k.mul(k.load(out, {b, t, c}), rescale);
-                  k.store(k.add(acc, k.mul(weight, k.load(value, {b, j, c}))),
-                          out, {b, t, c});
-                });
-                return SmallVector<Value>{newMax,
-                                          k.add(k.mul(l, rescale), weight)};
+          auto blockStep = [&](Value first, ValueRange ml) {
+            Value m = ml[0], l = ml[1];
+            Value n = k.minIndex(
+                block, k.addIndex(visible, k.mulIndex(first, k.index(-1))));
+            Value blockMax = k.reduce(
+                zero, n, {lowest}, [&](Value j, ValueRange bm) {
+                  Value kj = k.addIndex(first, j);
+                  Value dot =
+                      k.reduce(zero, headDim, {k.f32(0.0)},
+                               [&](Value d, ValueRange acc) {
+                                 Value c = k.addIndex(base, d);
+                                 Value p = k.mul(k.load(q, {b, t, c}),
+                                                 k.load(key, {b, kj, c}));
+                                 return SmallVector<Value>{k.add(acc[0], p)};
+                               })[0];
+                  Value s = k.mul(dot, scale);
+                  k.store(s, scores, {j});
+                  return SmallVector<Value>{k.max(bm[0], s)};
+                })[0];
+            Value newMax = k.max(m, blockMax);
+            Value rescale = k.exp(k.sub(m, newMax));
+            Value blockSum = k.reduce(
+                zero, n, {k.f32(0.0)}, [&](Value j, ValueRange acc) {
+                  Value w = k.exp(k.sub(k.load(scores, {j}), newMax));
+                  k.store(w, scores, {j});
+                  return SmallVector<Value>{k.add(acc[0], w)};
+                })[0];
+            k.loop(zero, headDim, [&](Value d) {
+              Value c = k.addIndex(base, d);
+              k.store(k.mul(k.load(out, {b, t, c}), rescale), out, {b, t, c});
+            });
+            k.loop(zero, n, [&](Value j) {
+              Value w = k.load(scores, {j});
+              Value kj = k.addIndex(first, j);
+              k.loop(zero, headDim, [&](Value d) {
+                Value c = k.addIndex(base, d);
+                k.store(k.add(k.load(out, {b, t, c}),
+                              k.mul(w, k.load(value, {b, kj, c}))),
+                        out, {b, t, c});
               });
+            });
+            return SmallVector<Value>{newMax,
+                                      k.add(k.mul(l, rescale), blockSum)};
+          };
+          Value sum = k.reduce(zero, visible, {lowest, k.f32(0.0)}, blockStep,
+                               block)[1];
           // A query with no visible key keeps zeros.
-          OpBuilder &ob = k.builder();
           Value any = ob.create<arith::CmpFOp>(
-              k.location(), arith::CmpFPredicate::OGT, ml[1], k.f32(0.0));
+              k.location(), arith::CmpFPredicate::OGT, sum, k.f32(0.0));
           Value inv = ob.create<arith::SelectOp>(
-              k.location(), any, k.div(k.f32(1.0), ml[1]), k.f32(0.0));
+              k.location(), any, k.div(k.f32(1.0), sum), k.f32(0.0));
           k.loop(zero, headDim, [&](Value d) {
             Value c = k.addIndex(base, d);
             k.store(k.mul(k.load(out, {b, t, c}), inv), out, {b, t, c});

@@ -40,18 +40,23 @@ func.func @shared_kernel(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) -> tensor<?x?
 // -----
 
 // Attention: masks are loop bounds (key lengths, causal position, cached
-// length), the softmax is online (running max/sum carried by the key loop),
+// length), the softmax is online over blocks of 16 keys (running max/sum
+// carried by the block loop, the block's scores in a 16-float scratch row),
 // and no buffer of rank 4 ([batch, heads, q_len, k_len]) exists anywhere.
 // CHECK-LABEL: func.func @attention
 // CHECK-NOT: memref.alloc{{.*}}memref<?x?x?x?x
 // CHECK: func.func private @tfm_attention_causal_h2
+// CHECK: %[[SCORES:.+]] = memref.alloca() {alignment = 64 : i64} : memref<16xf32>
 // CHECK: memref.load %{{.+}} : memref<?xi32>
 // CHECK: arith.minsi
-// CHECK: scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (f32, f32)
+// CHECK: scf.for {{.+}} step %c16 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (f32, f32)
+// CHECK: memref.store %{{.+}}, %[[SCORES]]
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: math.exp
+// CHECK: memref.store %{{.+}}, %[[SCORES]]
 // CHECK-NOT: memref.alloc
+// CHECK-NOT: memref<?x?x?x?x
 func.func @attention(%q: tensor<?x?x8xf32>, %k: memref<?x?x8xf32>, %l: tensor<?xi32>, %p: index) -> tensor<?x?x8xf32> {
   %o = tfm.attention causal %q, %k, %k heads 2 scale 0.5 key_lengths(%l) query_offset(%p) kv_length(%p)
       : (tensor<?x?x8xf32>, memref<?x?x8xf32>, memref<?x?x8xf32>, tensor<?xi32>, index, index) -> tensor<?x?x8xf32>
