@@ -37,8 +37,13 @@ void setKernelThreads(int threads);
 /// The first kernel failure since the last call, or "" (and clears it).
 std::string takeKernelError();
 
-/// Symbols the JIT must resolve to the runtime's kernels.
+/// Symbols the JIT must resolve to the runtime's kernels (including the
+/// buffer pool's).
 std::vector<std::pair<std::string, void *>> kernelSymbols();
+
+/// `malloc` and `free` for compiled code: a pool that keeps freed buffers
+/// per size class for reuse (BufferPool.cpp).
+std::vector<std::pair<std::string, void *>> bufferPoolSymbols();
 
 } // namespace tfmc::runtime
 

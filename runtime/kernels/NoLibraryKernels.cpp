@@ -1,6 +1,7 @@
 //===- NoLibraryKernels.cpp - a build without oneDNN ----------------------===//
 //
-// Compiled code then uses loop kernels only; nothing to register.
+// Compiled code then uses loop kernels only; only the buffer pool is
+// registered.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
@@ -9,5 +10,5 @@ bool tfmc::runtime::haveLibraryKernels() { return false; }
 void tfmc::runtime::setKernelThreads(int) {}
 std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
-  return {};
+  return bufferPoolSymbols();
 }

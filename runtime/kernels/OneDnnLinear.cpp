@@ -150,6 +150,8 @@ std::string tfmc::runtime::takeKernelError() {
 }
 
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
-  return {{"_mlir_ciface_tfm_rt_linear",
-           reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear)}};
+  auto symbols = bufferPoolSymbols();
+  symbols.emplace_back("_mlir_ciface_tfm_rt_linear",
+                       reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear));
+  return symbols;
 }

@@ -20,5 +20,7 @@ llvm_config.add_tool_substitutions(
 config.substitutions.append(
     ("%fixtures", os.path.join(config.tfmc_src_root, "tests", "e2e", "fixtures")))
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(
+    ("%examples", os.path.join(config.tfmc_src_root, "examples")))
 if config.tfmc_onednn:
     config.available_features.add("onednn")
