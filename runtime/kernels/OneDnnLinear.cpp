@@ -4,7 +4,10 @@
 // oneDNN inner product (forward inference) with a bias and an eltwise
 // post-op. One primitive per (M, K, N, activation) is created on first use
 // and cached; oneDNN 2.x exceptions are caught here and recorded for the
-// runtime.
+// runtime. Worker threads of a session may run the same primitive at once,
+// so each thread has its own stream and scratchpad (user scratchpad mode:
+// oneDNN's shared library scratchpad would tie a primitive to the thread
+// that created it).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
@@ -12,8 +15,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 extern "C" void omp_set_num_threads(int);
 
@@ -31,7 +36,7 @@ struct LinearKey {
 };
 
 struct LinearPrimitive {
-  dnnl::memory::desc src, weights, bias, dst;
+  dnnl::memory::desc src, weights, bias, dst, scratchpad;
   dnnl::primitive primitive;
 };
 
@@ -60,10 +65,16 @@ public:
       dnnl::memory weights(p.weights, engine, w.aligned + w.offset);
       dnnl::memory bias(p.bias, engine, b.aligned + b.offset);
       dnnl::memory dst(p.dst, engine, y.aligned + y.offset);
+      thread_local std::vector<char> scratch;
+      if (scratch.size() < p.scratchpad.get_size())
+        scratch.resize(p.scratchpad.get_size());
+      dnnl::memory scratchpad(p.scratchpad, engine, scratch.data());
+      dnnl::stream &stream = threadStream();
       p.primitive.execute(stream, {{DNNL_ARG_SRC, src},
                                    {DNNL_ARG_WEIGHTS, weights},
                                    {DNNL_ARG_BIAS, bias},
-                                   {DNNL_ARG_DST, dst}});
+                                   {DNNL_ARG_DST, dst},
+                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
       stream.wait();
     } catch (const dnnl::error &e) {
       fail(std::string("oneDNN: ") + e.what());
@@ -84,7 +95,14 @@ public:
   }
 
 private:
-  OneDnn() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
+  OneDnn() : engine(dnnl::engine::kind::cpu, 0) {}
+
+  dnnl::stream &threadStream() {
+    thread_local std::unique_ptr<dnnl::stream> stream;
+    if (!stream)
+      stream = std::make_unique<dnnl::stream>(engine);
+    return *stream;
+  }
 
   static bool contiguous(const MemRefDescriptor<3> &d) {
     return d.strides[2] == 1 && d.strides[1] == d.sizes[2] &&
@@ -105,6 +123,7 @@ private:
     p.bias = dnnl::memory::desc({key.n}, dt::f32, tag::a);
     p.dst = dnnl::memory::desc({key.m, key.n}, dt::f32, tag::ab);
     dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (key.activation != static_cast<int32_t>(KernelActivation::None)) {
       dnnl::post_ops ops;
       ops.append_eltwise(1.0f,
@@ -118,12 +137,12 @@ private:
     dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference,
                                            p.src, p.weights, p.bias, p.dst);
     dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine);
+    p.scratchpad = pd.scratchpad_desc();
     p.primitive = dnnl::inner_product_forward(pd);
     return cache.emplace(key, std::move(p)).first->second;
   }
 
   dnnl::engine engine;
-  dnnl::stream stream;
   std::mutex mutex;
   std::map<LinearKey, LinearPrimitive> cache;
   std::string error;

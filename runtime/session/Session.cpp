@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <map>
 
 using namespace tfmc;
@@ -104,12 +105,18 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   session->compiledModel = std::move(*compiled);
   session->positionalTable =
       sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
-  session->frames = std::make_unique<Frames>(*session->compiledModel);
-  for (CallFrame *f :
-       {session->frames->encode.get(), session->frames->decodeStep.get(),
-        session->frames->forward.get()})
-    if (f)
-      bindConstants(*f, m, session->positionalTable, session->packedWeights);
+  // One set of call frames per worker thread (row-parallel decoding).
+  session->threads = std::max(options.threads, 1);
+  for (int w = 0; w < session->threads; ++w) {
+    session->frames.push_back(
+        std::make_unique<Frames>(*session->compiledModel));
+    Frames &fr = *session->frames.back();
+    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(),
+                         fr.forward.get()})
+      if (f)
+        bindConstants(*f, m, session->positionalTable,
+                      session->packedWeights);
+  }
   return std::move(session);
 }
 
@@ -168,7 +175,7 @@ SourceBatch padSources(const TokenRows &sources, int64_t maxTokens,
 
 llvm::Expected<Logits> Session::forward(const TokenRows &sources,
                                         const TokenRows &targets) {
-  if (!frames->forward)
+  if (!frames[0]->forward)
     return error("this session was opened without teacher forcing");
   if (sources.size() != targets.size())
     return error(llvm::formatv("{0} source rows but {1} target rows",
@@ -210,7 +217,7 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   logits.steps = steps;
   logits.vocab = loaded.targetVocab.size();
   logits.values.assign(rows * steps * logits.vocab, 0.0f);
-  CallFrame &f = *frames->forward;
+  CallFrame &f = *frames[0]->forward;
   f.bind("src_ids", src.ids.data(), {rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {rows});
   f.bind("tgt_ids", tgtIds.data(), {rows, steps});
@@ -227,9 +234,10 @@ namespace tfmc::runtime {
 /// self-attention KV caches, all sized once for the batch.
 class BatchDecoder : public IncrementalDecoder {
 public:
-  BatchDecoder(Session &session, SourceBatch source, int64_t maxSteps,
-               int64_t slotsPerRow)
-      : session(session), frame(*session.frames->decodeStep),
+  BatchDecoder(Session &session, Session::Frames &frames, SourceBatch source,
+               int64_t maxSteps, int64_t slotsPerRow)
+      : session(session), encodeFrame(*frames.encode),
+        frame(*frames.decodeStep),
         src(std::move(source)), capacity(std::max<int64_t>(maxSteps, 1)) {
     const frontend::Architecture &arch = session.loaded.desc.arch;
     layers = arch.numDecoderLayers;
@@ -260,7 +268,7 @@ public:
   }
 
   llvm::Error encode() {
-    CallFrame &f = *session.frames->encode;
+    CallFrame &f = encodeFrame;
     f.bind("src_ids", src.ids.data(), {src.rows, src.length});
     f.bind("src_lengths", src.lengths.data(), {src.rows});
     for (int64_t l = 0; l < layers; ++l) {
@@ -348,7 +356,7 @@ public:
 
 private:
   Session &session;
-  CallFrame &frame;
+  CallFrame &encodeFrame, &frame;
   SourceBatch src;
   int64_t capacity, slots = 0, layers = 0, dModel = 0, vocab = 0;
   int64_t active = 0;
@@ -367,17 +375,24 @@ private:
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
                        int64_t slotsPerRow) {
-  if (!frames->encode || !frames->decodeStep)
+  auto start = std::chrono::steady_clock::now();
+  auto decoder = startDecoding(*frames[0], sources, maxSteps, slotsPerRow);
+  encodeTime += secondsSince(start);
+  return decoder;
+}
+
+llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
+                       int64_t maxSteps, int64_t slotsPerRow) {
+  if (!workerFrames.encode || !workerFrames.decodeStep)
     return error("this session was opened without translation");
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
     return std::move(e);
   auto decoder = std::make_unique<BatchDecoder>(
-      *this, padSources(sources, maxSourceTokens(), specialIds()), maxSteps,
-      slotsPerRow);
-  auto start = std::chrono::steady_clock::now();
+      *this, workerFrames, padSources(sources, maxSourceTokens(), specialIds()),
+      maxSteps, slotsPerRow);
   if (llvm::Error e = decoder->encode())
     return std::move(e);
-  encodeTime += secondsSince(start);
   return std::move(decoder);
 }
 
@@ -391,14 +406,72 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   // Decoder positions 0 .. maxLength-1 must have positional encodings.
   effective.maxLength =
       std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
-  auto decoder = startDecoding(sources, effective.maxLength, slotsPerRow);
-  if (!decoder)
-    return decoder.takeError();
+  auto rows = static_cast<int64_t>(sources.size());
+  // With several threads and enough rows, contiguous slices of the batch
+  // are encoded and decoded at once on their own threads, each with its own
+  // call frames and one library-kernel thread (rows are independent, so the
+  // result is the same as one batch). Otherwise the library kernels get all
+  // the threads.
+  int64_t workers =
+      std::min<int64_t>(threads, rows / kMinRowsPerWorker);
+  if (workers <= 1) {
+    auto start = std::chrono::steady_clock::now();
+    auto decoder = startDecoding(*frames[0], sources, effective.maxLength,
+                                 slotsPerRow);
+    if (!decoder)
+      return decoder.takeError();
+    encodeTime += secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    Result result = search(**decoder, effective, specialIds());
+    decodeTime += secondsSince(start);
+    if (llvm::Error e = (*decoder)->takeError())
+      return std::move(e);
+    return result;
+  }
+
+  struct Slice {
+    TokenRows sources;
+    Result result;
+    std::string error; // the slice's first failure
+    double encodeSeconds = 0;
+  };
+  std::vector<Slice> slices(workers);
+  for (int64_t r = 0; r < rows; ++r)
+    slices[r * workers / rows].sources.push_back(sources[r]);
+  auto work = [&](int64_t w) {
+    Slice &slice = slices[w];
+    setKernelThreads(1);
+    auto start = std::chrono::steady_clock::now();
+    auto decoder = startDecoding(*frames[w], slice.sources,
+                                 effective.maxLength, slotsPerRow);
+    slice.encodeSeconds = secondsSince(start);
+    if (!decoder) {
+      slice.error = llvm::toString(decoder.takeError());
+      return;
+    }
+    slice.result = search(**decoder, effective, specialIds());
+    if (llvm::Error e = (*decoder)->takeError())
+      slice.error = llvm::toString(std::move(e));
+  };
   auto start = std::chrono::steady_clock::now();
-  Result result = search(**decoder, effective, specialIds());
-  decodeTime += secondsSince(start);
-  if (llvm::Error e = (*decoder)->takeError())
-    return std::move(e);
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w)
+    pool.emplace_back(work, w);
+  work(0);
+  for (std::thread &t : pool)
+    t.join();
+  setKernelThreads(threads);
+  double wall = secondsSince(start), encode = 0;
+  Result result;
+  for (Slice &slice : slices) {
+    encode = std::max(encode, slice.encodeSeconds);
+    if (!slice.error.empty())
+      return error(slice.error);
+    for (auto &row : slice.result)
+      result.push_back(std::move(row));
+  }
+  encodeTime += encode;
+  decodeTime += wall - encode;
   return result;
 }
 

@@ -21,7 +21,10 @@ namespace tfmc::runtime {
 struct SessionOptions {
   /// Write every IR stage of the compiled model to this directory.
   std::string dumpDir;
-  /// Threads for library kernels (oneDNN); compiled loops use one.
+  /// Threads: a batch with at least kMinRowsPerWorker rows per thread is
+  /// split into that many slices decoded at once (compiled loops and
+  /// library kernels alike, one thread each); a smaller batch gives all the
+  /// threads to the library kernels (oneDNN).
   int threads = 1;
   /// Linear layers through oneDNN (when built with it) or compiled loops.
   bool useLibraryKernels = haveLibraryKernels();
@@ -81,8 +84,15 @@ public:
   startDecoding(const TokenRows &sources, int64_t maxSteps,
                 int64_t slotsPerRow = 1);
 
+  /// The fewest rows each worker thread decodes.
+  static constexpr int64_t kMinRowsPerWorker = 8;
+  struct Frames;
+
 private:
   explicit Session(frontend::Model model);
+  llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+  startDecoding(Frames &workerFrames, const TokenRows &sources,
+                int64_t maxSteps, int64_t slotsPerRow);
   llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
                        llvm::StringRef what) const;
   /// Runs `search` over a decoder for `sources` (shared by greedy and beam).
@@ -98,8 +108,9 @@ private:
   /// Weights of merged projections, concatenated once ("a|b|c").
   std::map<std::string, std::vector<float>> packedWeights;
   double encodeTime = 0, decodeTime = 0;
-  struct Frames;
-  std::unique_ptr<Frames> frames;
+  int threads = 1;
+  /// Call frames (weights bound) per worker thread; [0] is the caller's.
+  std::vector<std::unique_ptr<Frames>> frames;
 };
 
 } // namespace tfmc::runtime

@@ -286,20 +286,84 @@ TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
   }
 }
 
+/// With threads, a batch of at least Session::kMinRowsPerWorker rows per
+/// thread is decoded as slices on worker threads at once; the translations
+/// must still be the reference's. Three copies of the fixture's sources
+/// (24 rows) on 3 threads: three workers of 8 rows.
+/// (Two fixtures, both kernel paths: enough to cover slicing, and short.)
+class Threads : public Reference {};
+
+TEST_P(Threads, WorkerThreadsMatchTheReference) {
+  const auto &[fixture, library] = GetParam();
+  SessionOptions sessionOptions;
+  sessionOptions.useLibraryKernels = library;
+  sessionOptions.threads = 3;
+  auto opened =
+      Session::open(fixturePath(fixture, "model.json"), sessionOptions);
+  ASSERT_TRUE(static_cast<bool>(opened)) << llvm::toString(opened.takeError());
+  std::unique_ptr<Session> threaded = std::move(*opened);
+  TokenRows src = readRows(fixturePath(fixture, "src.ids"));
+  TokenRows tripled;
+  for (int copy = 0; copy < 3; ++copy)
+    tripled.insert(tripled.end(), src.begin(), src.end());
+
+  llvm::json::Object c = cases();
+  const llvm::json::Object *g = (*c.getArray("greedy"))[0].getAsObject();
+  ASSERT_NE(g, nullptr);
+  SearchOptions options;
+  options.minLength = *g->getInteger("min_length");
+  options.maxLength = *g->getInteger("max_length");
+  TokenRows expected =
+      readRows(fixturePath(fixture, g->getString("file")->str()));
+  auto out = threaded->translate(tripled, options);
+  ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+  ASSERT_EQ(out->size(), tripled.size());
+  for (size_t i = 0; i < tripled.size(); ++i) {
+    size_t row = i % src.size();
+    EXPECT_EQ((*out)[i],
+              row < expected.size() ? expected[row] : std::vector<int32_t>())
+        << "row " << i;
+  }
+
+  // Beam search through the workers equals the single-threaded session.
+  options = SearchOptions();
+  options.beamSize = 3;
+  options.maxLength = 12;
+  auto single = model().translateBeam(src, options);
+  auto beams = threaded->translateBeam(tripled, options);
+  ASSERT_TRUE(single && beams);
+  for (size_t i = 0; i < tripled.size(); ++i) {
+    const auto &want = (*single)[i % src.size()];
+    ASSERT_EQ((*beams)[i].size(), want.size()) << "row " << i;
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ((*beams)[i][k].ids, want[k].ids) << "row " << i;
+      EXPECT_NEAR((*beams)[i][k].score, want[k].score, 1e-4) << "row " << i;
+    }
+  }
+  EXPECT_GT(threaded->decodeSeconds(), 0.0);
+}
+
 std::vector<bool> kernelPaths() {
   if (haveLibraryKernels())
     return {false, true};
   return {false};
 }
 
+std::string caseName(const ::testing::TestParamInfo<Case> &info) {
+  std::string n = std::get<0>(info.param);
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n + (std::get<1>(info.param) ? "_onednn" : "_loops");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Reference,
                          ::testing::Combine(::testing::ValuesIn(fixtureNames()),
                                             ::testing::ValuesIn(kernelPaths())),
-                         [](const auto &info) {
-                           std::string n = std::get<0>(info.param);
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n + (std::get<1>(info.param) ? "_onednn"
-                                                               : "_loops");
-                         });
+                         caseName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Threads,
+    ::testing::Combine(::testing::Values("wide", "pre-gelu-scale"),
+                       ::testing::ValuesIn(kernelPaths())),
+    caseName);
 
 } // namespace
