@@ -26,9 +26,9 @@ constexpr size_t kLargestPooled = size_t(8) << 20;
 constexpr size_t kMostCached = size_t(96) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
-/// 64 bytes.
+/// 128 bytes, so every class is a multiple of the 64-byte alignment.
 size_t sizeClass(size_t size) {
-  size_t c = 64;
+  size_t c = 128;
   while (c < size) {
     size_t mid = c + c / 2;
     if (mid >= size)
