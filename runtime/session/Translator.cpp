@@ -139,14 +139,17 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     text = text.rtrim("\r");
     PendingLine pending;
     if (!text.trim().empty()) {
-      llvm::Expected<Encoding> encoded = Encoding();
-      if (sourceTokenizer) {
-        encoded = sourceTokenizer->tokenize(text);
-      } else if (auto ids = parseIdLine(text, vocab)) {
-        encoded->ids = std::move(*ids);
-      } else {
-        encoded = ids.takeError();
-      }
+      auto encode = [&]() -> llvm::Expected<Encoding> {
+        if (sourceTokenizer)
+          return sourceTokenizer->tokenize(text);
+        auto ids = parseIdLine(text, vocab);
+        if (!ids)
+          return ids.takeError();
+        Encoding e;
+        e.ids = std::move(*ids);
+        return e;
+      };
+      llvm::Expected<Encoding> encoded = encode();
       if (!encoded) {
         ++stats.badLines;
         pending.bad = true;
