@@ -22,8 +22,8 @@
 namespace {
 
 constexpr size_t kHeader = 64; // keeps payloads 64-byte aligned
-constexpr size_t kLargestPooled = size_t(8) << 20;
-constexpr size_t kMostCached = size_t(96) << 20;
+constexpr size_t kLargestPooled = size_t(4) << 20;
+constexpr size_t kMostCached = size_t(48) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
 /// 128 bytes, so every class is a multiple of the 64-byte alignment.

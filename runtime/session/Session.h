@@ -85,7 +85,7 @@ public:
                 int64_t slotsPerRow = 1);
 
   /// The fewest rows each worker thread decodes.
-  static constexpr int64_t kMinRowsPerWorker = 8;
+  static constexpr int64_t kMinRowsPerWorker = 32;
   struct Frames;
 
 private:

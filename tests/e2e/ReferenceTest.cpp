@@ -288,8 +288,8 @@ TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
 
 /// With threads, a batch of at least Session::kMinRowsPerWorker rows per
 /// thread is decoded as slices on worker threads at once; the translations
-/// must still be the reference's. Three copies of the fixture's sources
-/// (24 rows) on 3 threads: three workers of 8 rows.
+/// must still be the reference's. Enough copies of the fixture's sources for
+/// three workers on 3 threads.
 /// (Two fixtures, both kernel paths: enough to cover slicing, and short.)
 class Threads : public Reference {};
 
@@ -304,7 +304,7 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
   std::unique_ptr<Session> threaded = std::move(*opened);
   TokenRows src = readRows(fixturePath(fixture, "src.ids"));
   TokenRows tripled;
-  for (int copy = 0; copy < 3; ++copy)
+  while (tripled.size() < 3 * Session::kMinRowsPerWorker)
     tripled.insert(tripled.end(), src.begin(), src.end());
 
   llvm::json::Object c = cases();
