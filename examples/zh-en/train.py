@@ -246,6 +246,7 @@ def main():
     p.add_argument("--average", type=int, default=5, help="checkpoints averaged at export")
     p.add_argument("--keep", type=int, default=8, help="checkpoints kept")
     p.add_argument("--export-only", action="store_true")
+    p.add_argument("--no-dev", action="store_true", help="with --export-only: skip the dev BLEU")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -268,6 +269,9 @@ def main():
             sys.exit("error: no checkpoints in " + args.work)
         model.load_state_dict(average(paths))
         export(args, model, sp_src, sp_tgt)
+        if args.no_dev:
+            log(args.work, f"exported average of {len(paths)} checkpoints to {args.out}")
+            return
         exported = ref.load(os.path.join(args.out, "model.json"))
         hyps = translate(exported, sp_src, sp_tgt, dev_zh)
         log(args.work, f"exported average of {len(paths)} checkpoints "
