@@ -7,8 +7,8 @@
 // The JIT resolves compiled code's `malloc`/`free` to this pool instead:
 // freed blocks are kept per size class and handed out again, so from the
 // second step on a decoder step makes no system allocation. Blocks above
-// kLargestPooled (an encoder pass over a long batch) and anything beyond
-// kMostCached bytes of idle blocks go back to the system, which bounds what
+// kLargestPooled (2 MB: encoder buffers of a long batch) and anything beyond
+// kMostCached (24 MB) of idle blocks go back to the system, which bounds what
 // the pool can add to peak memory.
 //
 //===----------------------------------------------------------------------===//
@@ -22,8 +22,8 @@
 namespace {
 
 constexpr size_t kHeader = 64; // keeps payloads 64-byte aligned
-constexpr size_t kLargestPooled = size_t(4) << 20;
-constexpr size_t kMostCached = size_t(48) << 20;
+constexpr size_t kLargestPooled = size_t(2) << 20;
+constexpr size_t kMostCached = size_t(24) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
 /// 128 bytes, so every class is a multiple of the 64-byte alignment.
