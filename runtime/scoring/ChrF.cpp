@@ -3,6 +3,7 @@
 
 #include "runtime/scoring/ScoringText.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -20,15 +21,13 @@ using Stats = std::vector<OrderStats>;
 
 /// The text without whitespace, as code points (input is valid UTF-8).
 std::u32string squeeze(const std::string &text) {
-  std::u32string out;
-  for (const std::string &word : splitWords(text)) {
-    auto decoded = decodeUtf8(word);
-    if (decoded)
-      out += *decoded;
-    else
-      llvm::consumeError(decoded.takeError());
+  auto decoded = decodeUtf8(text);
+  if (!decoded) {
+    llvm::consumeError(decoded.takeError());
+    return {};
   }
-  return out;
+  llvm::erase_if(*decoded, isPythonSpace);
+  return std::move(*decoded);
 }
 
 std::map<std::u32string, double> ngrams(const std::u32string &s, size_t n) {

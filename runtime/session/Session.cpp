@@ -415,13 +415,10 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   int64_t workers =
       std::min<int64_t>(threads, rows / kMinRowsPerWorker);
   if (workers <= 1) {
-    auto start = std::chrono::steady_clock::now();
-    auto decoder = startDecoding(*frames[0], sources, effective.maxLength,
-                                 slotsPerRow);
+    auto decoder = startDecoding(sources, effective.maxLength, slotsPerRow);
     if (!decoder)
       return decoder.takeError();
-    encodeTime += secondsSince(start);
-    start = std::chrono::steady_clock::now();
+    auto start = std::chrono::steady_clock::now();
     Result result = search(**decoder, effective, specialIds());
     decodeTime += secondsSince(start);
     if (llvm::Error e = (*decoder)->takeError())
