@@ -26,6 +26,7 @@ import random
 import shutil
 import sys
 import time
+import types
 
 import numpy as np
 import sentencepiece as spm
@@ -78,23 +79,56 @@ def train_spm(work, name, lines, vocab_size, coverage):
 def build_model(args, src_vocab, tgt_vocab):
     arch = dict(d_model=args.d_model, num_heads=args.heads, num_encoder_layers=args.layers,
                 num_decoder_layers=args.layers, d_ff=args.d_ff, max_len=args.max_len,
-                activation="relu", norm="post", layer_norm_eps=1e-5, embedding_scale=False,
-                positional_encoding="sinusoidal")
+                activation="relu", norm=args.norm, layer_norm_eps=1e-5,
+                embedding_scale=args.embedding_scale, positional_encoding="sinusoidal")
     model = ref.TranslationTransformer(arch, src_vocab, tgt_vocab)
+    # Scaled embeddings (x sqrt(d)) start at std d^-1/2 so that both kinds of
+    # model see unit-variance token vectors next to the positional encoding.
+    emb_std = args.d_model ** -0.5 if args.embedding_scale else 1.0
     for name, p in model.named_parameters():
         if p.dim() == 2 and "embedding" not in name:
             torch.nn.init.xavier_uniform_(p)
         elif "embedding" in name:
-            torch.nn.init.normal_(p, 0.0, 1.0)
+            torch.nn.init.normal_(p, 0.0, emb_std)
+    if args.tie_target:
+        # One matrix for the decoder's input embedding and the output
+        # projection; the export still writes both names (same values).
+        model.linear.weight = model.decoder_embedding.weight
     return model
 
 
-def add_dropout(model, p):
-    """Dropout on every sublayer output, the FFN hidden layer and the embeddings
-    (training mode only); no parameters, so the state_dict is unchanged."""
+def attention_with_dropout(p):
+    """Forward of tfm_reference.MultiHeadAttention with dropout on the attention
+    probabilities (training mode only); the computation is otherwise the same."""
+
+    def forward(self, x, mem, mask):
+        B, Tq, d = x.shape
+        Tk, H = mem.shape[1], self.num_heads
+        dh = d // H
+        q = self.query_linear(x).view(B, Tq, H, dh).transpose(1, 2)
+        k = self.key_linear(mem).view(B, Tk, H, dh).transpose(1, 2)
+        v = self.value_linear(mem).view(B, Tk, H, dh).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh)
+        scores = scores.masked_fill(mask[:, None, :, :], ref.NEG_MASK)
+        probs = F.dropout(torch.softmax(scores, dim=-1), p, training=self.training)
+        return self.output_linear(torch.matmul(probs, v).transpose(1, 2).reshape(B, Tq, d))
+
+    return forward
+
+
+def add_dropout(model, p, attention_p):
+    """Dropout on every sublayer output, the FFN hidden layer and the embeddings,
+    and on attention probabilities (training mode only); no parameters, so the
+    state_dict is unchanged."""
 
     def hook(module, inputs, output):
         return F.dropout(output, p, training=module.training)
+
+    if attention_p > 0:
+        forward = attention_with_dropout(attention_p)
+        for module in model.modules():
+            if isinstance(module, ref.MultiHeadAttention):
+                module.forward = types.MethodType(forward, module)
 
     for layer in list(model.encoder_layers) + list(model.decoder_layers):
         for name in ("self_attention", "masked_self_attention", "enc_dec_attention", "feed_forward"):
@@ -133,6 +167,20 @@ def tensors(model, pairs, idx):
     tgt_in = model.pad_batch([[BOS] + pairs[i][1] for i in idx])
     tgt_out = model.pad_batch([pairs[i][1] + [EOS] for i in idx])
     return src, tgt_in, tgt_out
+
+
+@torch.no_grad()
+def dev_loss(model, pairs, batch_tokens):
+    """Teacher-forced cross-entropy per target token (no smoothing, no dropout)."""
+    model.eval()
+    total, count = 0.0, 0
+    for idx in make_batches(pairs, batch_tokens, 0, 0):
+        src, tgt_in, tgt_out = tensors(model, pairs, idx)
+        logits = model(src, tgt_in)
+        total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
+                                       ignore_index=PAD, reduction="sum"))
+        count += int((tgt_out != PAD).sum())
+    return total / count
 
 
 # --------------------------------------------------------------------------- decoding
@@ -182,6 +230,24 @@ def translate(model, sp_src, sp_tgt, lines, max_length=128, batch=64):
 
 def checkpoints(work):
     return sorted(glob.glob(os.path.join(work, "ckpt-*.pt")))
+
+
+ARCH_ARGS = ("d_model", "heads", "layers", "d_ff", "max_len", "norm", "embedding_scale", "tie_target")
+
+
+def adopt_checkpoint_architecture(args):
+    """A resumed run or an export uses the architecture its checkpoints were
+    trained with; architecture options only shape a fresh run."""
+    existing = checkpoints(args.work)
+    if not existing:
+        return
+    saved = torch.load(existing[-1], map_location="cpu")["args"]
+    for name in ARCH_ARGS:
+        # Checkpoints from before an option existed were made with its old default.
+        value = saved.get(name, {"norm": "post", "embedding_scale": False, "tie_target": False}.get(name))
+        if value != getattr(args, name):
+            log(args.work, f"--{name.replace('_', '-')} {value} (from the checkpoints in {args.work})")
+            setattr(args, name, value)
 
 
 def average(paths):
@@ -237,9 +303,15 @@ def main():
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--d-ff", type=int, default=1024)
     p.add_argument("--max-len", type=int, default=256)
-    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--norm", choices=("post", "pre"), default="pre")
+    p.add_argument("--embedding-scale", action=argparse.BooleanOptionalAction, default=True,
+                   help="embeddings x sqrt(d_model)")
+    p.add_argument("--tie-target", action=argparse.BooleanOptionalAction, default=True,
+                   help="share the decoder embedding and the output projection matrix")
+    p.add_argument("--dropout", type=float, default=0.3)
+    p.add_argument("--attention-dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=400, help="warm-up steps (then 1/sqrt decay)")
     p.add_argument("--batch-tokens", type=int, default=1500, help="padded tokens per batch side")
     p.add_argument("--eval-minutes", type=float, default=20.0, help="dev BLEU every N minutes")
@@ -260,6 +332,7 @@ def main():
 
     sp_src = train_spm(args.work, "src", train_zh, args.src_vocab, 0.9995)
     sp_tgt = train_spm(args.work, "tgt", train_en, args.tgt_vocab, 1.0)
+    adopt_checkpoint_architecture(args)
     torch.manual_seed(args.seed)
     model = build_model(args, sp_src.get_piece_size(), sp_tgt.get_piece_size())
 
@@ -279,7 +352,7 @@ def main():
             f"dev BLEU {metrics.corpus_bleu(hyps, dev_en):.2f} chrF {metrics.corpus_chrf(hyps, dev_en):.2f}")
         return
 
-    add_dropout(model, args.dropout)
+    add_dropout(model, args.dropout, args.attention_dropout)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
     step, epoch = 0, 0
     existing = checkpoints(args.work)
@@ -291,6 +364,7 @@ def main():
         log(args.work, f"resumed from {os.path.basename(existing[-1])} (step {step})")
 
     pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(train_zh, train_en)]
+    dev_pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(dev_zh, dev_en)]
     n_params = sum(p.numel() for p in model.parameters())
     log(args.work, f"{len(pairs)} pairs, vocab {sp_src.get_piece_size()}/{sp_tgt.get_piece_size()}, "
         f"{n_params / 1e6:.2f}M parameters, {args.threads} thread(s)")
@@ -325,7 +399,7 @@ def main():
         for old in checkpoints(args.work)[:-args.keep]:
             os.remove(old)
         msg = (f"epoch {epoch} step {step} lr {lr:.2e} loss {loss_sum / tok_sum:.3f} "
-               f"({time.time() - t0:.0f} s)")
+               f"({time.time() - t0:.0f} s) dev loss {dev_loss(model, dev_pairs, args.batch_tokens):.3f}")
         if time.time() - last_eval >= args.eval_minutes * 60:
             hyps = translate(model, sp_src, sp_tgt, dev_zh)
             msg += (f" dev BLEU {metrics.corpus_bleu(hyps, dev_en):.2f}"
