@@ -4,9 +4,11 @@
     /usr/bin/python3 examples/zh-en/train.py --data ../shared/data/tatoeba-zh-en --export-only
 
 The model is the PyTorch module of tests/reference (DESIGN.md architecture,
-post-norm, sinusoidal positions). Dropout is added during training through
-forward hooks only, so the exported state_dict has exactly the names and
-shapes tfmc expects. SentencePiece models (pad=0, bos=1, eos=2, unk=3) are
+sinusoidal positions; by default pre-norm with scaled embeddings and the
+target embedding tied to the output projection). Dropout is added during
+training only (forward hooks, and a training-time attention forward for
+dropout on attention probabilities), so the exported state_dict has exactly
+the names and shapes tfmc expects. SentencePiece models (pad=0, bos=1, eos=2, unk=3) are
 trained first with Debian's python3-sentencepiece.
 
 Training is resumable: every epoch writes WORK/ckpt-NNNN.pt (model, optimiser,
