@@ -90,7 +90,12 @@ Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   auto model = frontend::loadModel(modelPath);
   if (!model)
     return model.takeError();
-  std::unique_ptr<Session> session(new Session(std::move(*model)));
+  return open(std::move(*model), options);
+}
+
+llvm::Expected<std::unique_ptr<Session>>
+Session::open(frontend::Model model, const SessionOptions &options) {
+  std::unique_ptr<Session> session(new Session(std::move(model)));
   const frontend::Model &m = session->loaded;
   CompileOptions compileOptions;
   compileOptions.dumpDir = options.dumpDir;

@@ -48,6 +48,9 @@ public:
   /// functions and binds its weights.
   static llvm::Expected<std::unique_ptr<Session>>
   open(llvm::StringRef modelPath, const SessionOptions &options = {});
+  /// The same for a model already loaded (frontend::loadModel).
+  static llvm::Expected<std::unique_ptr<Session>>
+  open(frontend::Model model, const SessionOptions &options = {});
   ~Session();
 
   const frontend::Model &model() const { return loaded; }

@@ -1,8 +1,6 @@
 //===- Translator.cpp - line-oriented translation of a stream -------------===//
 #include "runtime/session/Translator.h"
 
-#include "runtime/tokenizers/Tokenizer.h"
-
 #include "llvm/Support/FormatVariadic.h"
 
 #include <string>
@@ -47,25 +45,26 @@ struct PendingLine {
 
 } // namespace
 
+llvm::Expected<TextTokenizers>
+tfmc::runtime::createTextTokenizers(const frontend::Model &m) {
+  auto unk = static_cast<int32_t>(m.desc.special.unk);
+  auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk,
+                               m.desc.source.spmModelPath);
+  if (!src)
+    return src.takeError();
+  auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk,
+                               m.desc.target.spmModelPath);
+  if (!tgt)
+    return tgt.takeError();
+  return TextTokenizers{std::move(*src), std::move(*tgt)};
+}
+
 llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
-    Session &session, std::istream &in, llvm::raw_ostream &out,
-    llvm::raw_ostream &diagnostics, const TranslateOptions &options) {
-  // Text mode: the model's own tokenizers on both sides.
-  std::unique_ptr<Tokenizer> sourceTokenizer, targetTokenizer;
-  if (!options.ids) {
-    const frontend::Model &m = session.model();
-    int32_t unk = session.specialIds().unk;
-    auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk,
-                                 m.desc.source.spmModelPath);
-    if (!src)
-      return src.takeError();
-    auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk,
-                                 m.desc.target.spmModelPath);
-    if (!tgt)
-      return tgt.takeError();
-    sourceTokenizer = std::move(*src);
-    targetTokenizer = std::move(*tgt);
-  }
+    Session &session, const TextTokenizers *tokenizers, std::istream &in,
+    llvm::raw_ostream &out, llvm::raw_ostream &diagnostics,
+    const TranslateOptions &options) {
+  const Tokenizer *sourceTokenizer = tokenizers ? tokenizers->source.get() : nullptr;
+  const Tokenizer *targetTokenizer = tokenizers ? tokenizers->target.get() : nullptr;
   auto render = [&](llvm::ArrayRef<int32_t> ids,
                     const PendingLine &source) -> std::string {
     if (targetTokenizer)

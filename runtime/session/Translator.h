@@ -3,20 +3,29 @@
 #define RUNTIME_SESSION_TRANSLATOR_H
 
 #include "runtime/session/Session.h"
+#include "runtime/tokenizers/Tokenizer.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <istream>
+#include <memory>
 
 namespace tfmc::runtime {
+
+/// The model's own tokenizers, one per side, for text in and text out.
+struct TextTokenizers {
+  std::unique_ptr<Tokenizer> source, target;
+};
+
+/// Builds (and so validates: SentencePiece model files, their agreement
+/// with the vocabularies) both sides' tokenizers. Cheap, so a driver calls
+/// it before compiling the model.
+llvm::Expected<TextTokenizers> createTextTokenizers(const frontend::Model &m);
 
 struct TranslateOptions {
   SearchOptions search;
   /// Lines decoded together.
   int64_t batchSize = 32;
-  /// Lines are space-separated token ids in and out (no tokenizer);
-  /// otherwise text through the model's tokenizers.
-  bool ids = false;
   /// Text mode: the k-th unk of a translation is replaced by the source text
   /// of the k-th unknown source piece (when there is one) instead of being
   /// written as the unk token.
@@ -38,10 +47,13 @@ llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
                                                  int64_t vocab);
 
 /// Reads one sentence per line from `in` and writes exactly one line per
-/// input line to `out`, in order, flushing after each batch. A bad line is
+/// input line to `out`, in order, flushing after each batch. Lines are text
+/// through `tokenizers` or, when it is null, space-separated token ids in
+/// and out. A bad line is
 /// reported on `diagnostics` with its 1-based number and yields an empty
 /// output line; it never stops or shifts the rest.
 llvm::Expected<TranslateStats> translateStream(Session &session,
+                                               const TextTokenizers *tokenizers,
                                                std::istream &in,
                                                llvm::raw_ostream &out,
                                                llvm::raw_ostream &diagnostics,

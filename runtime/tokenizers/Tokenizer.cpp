@@ -134,7 +134,7 @@ public:
   }
 
 private:
-  const frontend::Vocabulary &vocab;
+  const frontend::Vocabulary vocab; // own copy: may outlive the model
   int32_t unk;
   bool cjkChars;
 };

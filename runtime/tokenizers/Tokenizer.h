@@ -45,7 +45,8 @@ public:
 
   /// The tokenizer of one side of a model: `char`, `word`, or `sentencepiece`
   /// (then `spmModelPath` names the SentencePiece model, which must agree
-  /// with `vocab` piece by piece and use `unk` as its unknown id).
+  /// with `vocab` piece by piece and use `unk` as its unknown id). The
+  /// tokenizer keeps its own copy of `vocab`.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   create(llvm::StringRef kind, const frontend::Vocabulary &vocab, int32_t unk,
          llvm::StringRef spmModelPath = "");

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -254,7 +255,20 @@ int main(int argc, char **argv) {
     sessionOptions.useLibraryKernels = library;
     sessionOptions.teacherForcing = false;
     auto loadStart = std::chrono::steady_clock::now();
-    auto session = runtime::Session::open(model, sessionOptions);
+    auto loaded = frontend::loadModel(model);
+    if (!loaded)
+      return fail(loaded.takeError());
+    // Text mode: the tokenizers (and their model files) are checked before
+    // the model is compiled, so a bad one is reported at once.
+    std::optional<runtime::TextTokenizers> tokenizers;
+    if (!ids) {
+      auto created = runtime::createTextTokenizers(*loaded);
+      if (!created)
+        return fail(created.takeError());
+      tokenizers = std::move(*created);
+    }
+    auto session =
+        runtime::Session::open(std::move(*loaded), sessionOptions);
     if (!session)
       return fail(session.takeError());
     double loadSeconds = std::chrono::duration<double>(
@@ -264,7 +278,6 @@ int main(int argc, char **argv) {
     if (!os)
       return fail(os.takeError());
     runtime::TranslateOptions options;
-    options.ids = ids;
     options.replaceUnknown = replaceUnk;
     options.batchSize = batchSize;
     options.search.maxLength = maxLength;
@@ -274,8 +287,9 @@ int main(int argc, char **argv) {
     options.scores = scores || nBest > 0;
     options.nBest = nBest > 0 ? int64_t(nBest) : 1;
     auto result =
-        runtime::translateStream(**session, input.empty() ? std::cin : file,
-                                 **os, llvm::errs(), options);
+        runtime::translateStream(**session, tokenizers ? &*tokenizers : nullptr,
+                                 input.empty() ? std::cin : file, **os,
+                                 llvm::errs(), options);
     if (!result)
       return fail(result.takeError());
     if (stats) {

@@ -128,6 +128,24 @@ TEST(Tokenizer, UnknownSourceSpansCanReplaceOutputUnks) {
   EXPECT_EQ((*tgt)->decode({3, 3}, enc->unknownSpans), "Tom <unk>");
 }
 
+TEST(Tokenizer, OutlivesTheVocabularyItWasMadeFrom) {
+  // The driver builds the tokenizers from the loaded model, then moves the
+  // model into the session: tokenizers must not point into it.
+  std::unique_ptr<Tokenizer> t;
+  {
+    frontend::Vocabulary v =
+        vocab({"<pad>", "<s>", "</s>", "<unk>", "Hello", ",", "world", "!"});
+    auto created = Tokenizer::create("word", v, 3);
+    ASSERT_TRUE(static_cast<bool>(created));
+    t = std::move(*created);
+    frontend::Vocabulary moved = std::move(v);
+  }
+  EXPECT_EQ(t->decode({4, 5, 6, 7}), "Hello, world!");
+  auto ids = t->encode("world, Hello!");
+  ASSERT_TRUE(static_cast<bool>(ids));
+  EXPECT_EQ(*ids, (std::vector<int32_t>{6, 5, 4, 7}));
+}
+
 TEST(Tokenizer, UnknownKindIsAnError) {
   frontend::Vocabulary v = vocab({"<pad>", "<s>", "</s>", "<unk>"});
   auto t = Tokenizer::create("bpe", v, 3);
