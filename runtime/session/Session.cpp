@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
 #include <map>
+#include <thread>
 
 using namespace tfmc;
 using namespace tfmc::runtime;
@@ -116,11 +116,10 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     session->frames.push_back(
         std::make_unique<Frames>(*session->compiledModel));
     Frames &fr = *session->frames.back();
-    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(),
-                         fr.forward.get()})
+    for (CallFrame *f :
+         {fr.encode.get(), fr.decodeStep.get(), fr.forward.get()})
       if (f)
-        bindConstants(*f, m, session->positionalTable,
-                      session->packedWeights);
+        bindConstants(*f, m, session->positionalTable, session->packedWeights);
   }
   return std::move(session);
 }
@@ -242,8 +241,8 @@ public:
   BatchDecoder(Session &session, Session::Frames &frames, SourceBatch source,
                int64_t maxSteps, int64_t slotsPerRow)
       : session(session), encodeFrame(*frames.encode),
-        frame(*frames.decodeStep),
-        src(std::move(source)), capacity(std::max<int64_t>(maxSteps, 1)) {
+        frame(*frames.decodeStep), src(std::move(source)),
+        capacity(std::max<int64_t>(maxSteps, 1)) {
     const frontend::Architecture &arch = session.loaded.desc.arch;
     layers = arch.numDecoderLayers;
     dModel = arch.dModel;
@@ -417,8 +416,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   // call frames and one library-kernel thread (rows are independent, so the
   // result is the same as one batch). Otherwise the library kernels get all
   // the threads.
-  int64_t workers =
-      std::min<int64_t>(threads, rows / kMinRowsPerWorker);
+  int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
   if (workers <= 1) {
     auto decoder = startDecoding(sources, effective.maxLength, slotsPerRow);
     if (!decoder)
@@ -444,8 +442,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     Slice &slice = slices[w];
     setKernelThreads(1);
     auto start = std::chrono::steady_clock::now();
-    auto decoder = startDecoding(*frames[w], slice.sources,
-                                 effective.maxLength, slotsPerRow);
+    auto decoder = startDecoding(*frames[w], slice.sources, effective.maxLength,
+                                 slotsPerRow);
     slice.encodeSeconds = secondsSince(start);
     if (!decoder) {
       slice.error = llvm::toString(decoder.takeError());

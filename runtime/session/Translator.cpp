@@ -63,15 +63,17 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     Session &session, const TextTokenizers *tokenizers, std::istream &in,
     llvm::raw_ostream &out, llvm::raw_ostream &diagnostics,
     const TranslateOptions &options) {
-  const Tokenizer *sourceTokenizer = tokenizers ? tokenizers->source.get() : nullptr;
-  const Tokenizer *targetTokenizer = tokenizers ? tokenizers->target.get() : nullptr;
+  const Tokenizer *sourceTokenizer =
+      tokenizers ? tokenizers->source.get() : nullptr;
+  const Tokenizer *targetTokenizer =
+      tokenizers ? tokenizers->target.get() : nullptr;
   auto render = [&](llvm::ArrayRef<int32_t> ids,
                     const PendingLine &source) -> std::string {
     if (targetTokenizer)
       return targetTokenizer->decode(
-          ids, options.replaceUnknown ? llvm::ArrayRef<std::string>(
-                                            source.unknownSpans)
-                                      : llvm::ArrayRef<std::string>());
+          ids, options.replaceUnknown
+                   ? llvm::ArrayRef<std::string>(source.unknownSpans)
+                   : llvm::ArrayRef<std::string>());
     std::string text;
     for (size_t i = 0; i < ids.size(); ++i)
       text += (i ? " " : "") + std::to_string(ids[i]);

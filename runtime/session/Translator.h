@@ -49,9 +49,8 @@ llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
 /// Reads one sentence per line from `in` and writes exactly one line per
 /// input line to `out`, in order, flushing after each batch. Lines are text
 /// through `tokenizers` or, when it is null, space-separated token ids in
-/// and out. A bad line is
-/// reported on `diagnostics` with its 1-based number and yields an empty
-/// output line; it never stops or shifts the rest.
+/// and out. A bad line is reported on `diagnostics` with its 1-based number
+/// and yields an empty output line; it never stops or shifts the rest.
 llvm::Expected<TranslateStats> translateStream(Session &session,
                                                const TextTokenizers *tokenizers,
                                                std::istream &in,

@@ -1,4 +1,5 @@
-//===- SentencePieceTokenizer.cpp - the `sentencepiece` kind ---------------===//
+//===- SentencePieceTokenizer.cpp - the `sentencepiece` kind
+//---------------===//
 //
 // Encoding and decoding go through libsentencepiece with the model named in
 // model.json, so pieces, normalisation and detokenisation are exactly those
@@ -46,8 +47,9 @@ public:
     return enc;
   }
 
-  std::string decode(llvm::ArrayRef<int32_t> ids,
-                     llvm::ArrayRef<std::string> unkReplacements) const override {
+  std::string
+  decode(llvm::ArrayRef<int32_t> ids,
+         llvm::ArrayRef<std::string> unkReplacements) const override {
     // Runs of known ids are decoded by SentencePiece; an unk between runs is
     // written as its replacement or as the unk piece, with a space before it
     // (unless it starts the line) and after it when the next run starts a
@@ -61,9 +63,8 @@ public:
       std::string text;
       if (!processor.Decode(run, &text).ok())
         text.clear();
-      bool newWord =
-          llvm::StringRef(processor.IdToPiece(run.front())).starts_with(
-              kWordBoundary);
+      bool newWord = llvm::StringRef(processor.IdToPiece(run.front()))
+                         .starts_with(kWordBoundary);
       if (!out.empty() && newWord && !text.empty())
         out += ' ';
       out += text;

@@ -118,8 +118,9 @@ public:
     return enc;
   }
 
-  std::string decode(llvm::ArrayRef<int32_t> ids,
-                     llvm::ArrayRef<std::string> unkReplacements) const override {
+  std::string
+  decode(llvm::ArrayRef<int32_t> ids,
+         llvm::ArrayRef<std::string> unkReplacements) const override {
     std::vector<std::string> pieces;
     size_t unks = 0;
     for (int32_t id : ids) {
@@ -155,7 +156,8 @@ bool endsWithCjk(llvm::StringRef piece) {
 }
 
 bool isWordLike(llvm::StringRef piece) {
-  return !piece.empty() && std::isalnum(static_cast<unsigned char>(piece.back()));
+  return !piece.empty() &&
+         std::isalnum(static_cast<unsigned char>(piece.back()));
 }
 
 } // namespace
@@ -170,11 +172,11 @@ Tokenizer::encode(llvm::StringRef text) const {
 
 std::string tfmc::runtime::detokenize(llvm::ArrayRef<std::string> pieces) {
   static const llvm::StringRef closing[] = {
-      ".", ",",  "!",  "?",   ";",   ":",   "%",   ")",  "]",
-      "}", "'s", "'t", "n't", "'re", "'ve", "'ll", "'d", "'m", "..."};
+      ".",  ",",  "!",   "?",   ";",   ":",   "%",  ")",  "]",  "}",
+      "'s", "'t", "n't", "'re", "'ve", "'ll", "'d", "'m", "..."};
   static const llvm::StringRef opening[] = {"(", "[", "{", "$", "#"};
-  static const llvm::StringRef suffixes[] = {"s",  "t",  "re", "ve",
-                                             "ll", "d",  "m"};
+  static const llvm::StringRef suffixes[] = {"s",  "t", "re", "ve",
+                                             "ll", "d", "m"};
   std::string out;
   llvm::StringRef previous;
   bool quoteOpen = false, glueNext = false;

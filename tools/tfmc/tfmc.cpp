@@ -267,8 +267,7 @@ int main(int argc, char **argv) {
         return fail(created.takeError());
       tokenizers = std::move(*created);
     }
-    auto session =
-        runtime::Session::open(std::move(*loaded), sessionOptions);
+    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
     if (!session)
       return fail(session.takeError());
     double loadSeconds = std::chrono::duration<double>(
@@ -286,10 +285,9 @@ int main(int argc, char **argv) {
     options.search.lengthPenalty = lengthPenalty;
     options.scores = scores || nBest > 0;
     options.nBest = nBest > 0 ? int64_t(nBest) : 1;
-    auto result =
-        runtime::translateStream(**session, tokenizers ? &*tokenizers : nullptr,
-                                 input.empty() ? std::cin : file, **os,
-                                 llvm::errs(), options);
+    auto result = runtime::translateStream(
+        **session, tokenizers ? &*tokenizers : nullptr,
+        input.empty() ? std::cin : file, **os, llvm::errs(), options);
     if (!result)
       return fail(result.takeError());
     if (stats) {
