@@ -6,8 +6,8 @@
 The model is the PyTorch module of tests/reference (DESIGN.md architecture,
 sinusoidal positions; by default pre-norm with scaled embeddings and the
 target embedding tied to the output projection). Dropout is added during
-training only (forward hooks, and a training-time attention forward for
-dropout on attention probabilities), so the exported state_dict has exactly
+training only (forward hooks, and the reference attention's
+training-only `attention_dropout`), so the exported state_dict has exactly
 the names and shapes tfmc expects. SentencePiece models (pad=0, bos=1, eos=2, unk=3) are
 trained first with Debian's python3-sentencepiece.
 
@@ -28,7 +28,6 @@ import random
 import shutil
 import sys
 import time
-import types
 
 import numpy as np
 import sentencepiece as spm
@@ -99,25 +98,6 @@ def build_model(args, src_vocab, tgt_vocab):
     return model
 
 
-def attention_with_dropout(p):
-    """Forward of tfm_reference.MultiHeadAttention with dropout on the attention
-    probabilities (training mode only); the computation is otherwise the same."""
-
-    def forward(self, x, mem, mask):
-        B, Tq, d = x.shape
-        Tk, H = mem.shape[1], self.num_heads
-        dh = d // H
-        q = self.query_linear(x).view(B, Tq, H, dh).transpose(1, 2)
-        k = self.key_linear(mem).view(B, Tk, H, dh).transpose(1, 2)
-        v = self.value_linear(mem).view(B, Tk, H, dh).transpose(1, 2)
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh)
-        scores = scores.masked_fill(mask[:, None, :, :], ref.NEG_MASK)
-        probs = F.dropout(torch.softmax(scores, dim=-1), p, training=self.training)
-        return self.output_linear(torch.matmul(probs, v).transpose(1, 2).reshape(B, Tq, d))
-
-    return forward
-
-
 def add_dropout(model, p, attention_p):
     """Dropout on every sublayer output, the FFN hidden layer and the embeddings,
     and on attention probabilities (training mode only); no parameters, so the
@@ -126,11 +106,9 @@ def add_dropout(model, p, attention_p):
     def hook(module, inputs, output):
         return F.dropout(output, p, training=module.training)
 
-    if attention_p > 0:
-        forward = attention_with_dropout(attention_p)
-        for module in model.modules():
-            if isinstance(module, ref.MultiHeadAttention):
-                module.forward = types.MethodType(forward, module)
+    for module in model.modules():
+        if isinstance(module, ref.MultiHeadAttention):
+            module.attention_dropout = attention_p
 
     for layer in list(model.encoder_layers) + list(model.decoder_layers):
         for name in ("self_attention", "masked_self_attention", "enc_dec_attention", "feed_forward"):
@@ -237,13 +215,13 @@ def checkpoints(work):
 ARCH_ARGS = ("d_model", "heads", "layers", "d_ff", "max_len", "norm", "embedding_scale", "tie_target")
 
 
-def adopt_checkpoint_architecture(args):
+def adopt_checkpoint_architecture(args, latest):
     """A resumed run or an export uses the architecture its checkpoints were
-    trained with; architecture options only shape a fresh run."""
-    existing = checkpoints(args.work)
-    if not existing:
+    trained with (`latest`, the newest checkpoint, or None); architecture
+    options only shape a fresh run."""
+    if latest is None:
         return
-    saved = torch.load(existing[-1], map_location="cpu")["args"]
+    saved = latest["args"]
     for name in ARCH_ARGS:
         # Checkpoints from before an option existed were made with its old default.
         value = saved.get(name, {"norm": "post", "embedding_scale": False, "tie_target": False}.get(name))
@@ -334,7 +312,9 @@ def main():
 
     sp_src = train_spm(args.work, "src", train_zh, args.src_vocab, 0.9995)
     sp_tgt = train_spm(args.work, "tgt", train_en, args.tgt_vocab, 1.0)
-    adopt_checkpoint_architecture(args)
+    existing = checkpoints(args.work)
+    latest = torch.load(existing[-1], map_location="cpu") if existing else None
+    adopt_checkpoint_architecture(args, latest)
     torch.manual_seed(args.seed)
     model = build_model(args, sp_src.get_piece_size(), sp_tgt.get_piece_size())
 
@@ -357,12 +337,10 @@ def main():
     add_dropout(model, args.dropout, args.attention_dropout)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
     step, epoch = 0, 0
-    existing = checkpoints(args.work)
-    if existing:
-        ck = torch.load(existing[-1], map_location="cpu")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        step, epoch = ck["step"], ck["epoch"]
+    if latest is not None:
+        model.load_state_dict(latest["model"])
+        opt.load_state_dict(latest["optimizer"])
+        step, epoch = latest["step"], latest["epoch"]
         log(args.work, f"resumed from {os.path.basename(existing[-1])} (step {step})")
 
     pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(train_zh, train_en)]

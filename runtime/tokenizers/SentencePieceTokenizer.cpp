@@ -1,5 +1,4 @@
-//===- SentencePieceTokenizer.cpp - the `sentencepiece` kind
-//---------------===//
+//===- SentencePieceTokenizer.cpp - the `sentencepiece` kind ------------===//
 //
 // Encoding and decoding go through libsentencepiece with the model named in
 // model.json, so pieces, normalisation and detokenisation are exactly those

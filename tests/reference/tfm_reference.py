@@ -51,6 +51,9 @@ class MultiHeadAttention(nn.Module):
         self.key_linear = nn.Linear(d_model, d_model)
         self.value_linear = nn.Linear(d_model, d_model)
         self.output_linear = nn.Linear(d_model, d_model)
+        # Dropout on the attention probabilities while training (set by
+        # examples/zh-en/train.py); no effect in eval mode or at 0.
+        self.attention_dropout = 0.0
 
     def forward(self, x, mem, mask):
         """x [B,Tq,d], mem [B,Tk,d], mask [B,Tq,Tk] bool (True = masked)."""
@@ -67,7 +70,10 @@ class MultiHeadAttention(nn.Module):
         v = heads(self.value_linear(mem), Tk)
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh)
         scores = scores.masked_fill(mask[:, None, :, :], NEG_MASK)
-        out = torch.matmul(torch.softmax(scores, dim=-1), v)
+        probs = torch.softmax(scores, dim=-1)
+        if self.training and self.attention_dropout > 0:
+            probs = F.dropout(probs, self.attention_dropout)
+        out = torch.matmul(probs, v)
         return self.output_linear(out.transpose(1, 2).reshape(B, Tq, d))
 
 
