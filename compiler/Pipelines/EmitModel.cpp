@@ -19,9 +19,12 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
   registerPipelineDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
+  // An encoder-only model has nothing but its encoder states to show.
+  tfmc::frontend::ImportOptions import;
+  import.encoderStates = model.desc.arch.encoderOnly();
   OwningOpRef<ModuleOp> module = tfmc::frontend::importModel(
       context, model.desc.arch, model.sourceVocab.size(),
-      model.targetVocab.size());
+      model.targetVocab.size(), import);
   bool dumping = !dumpDir.empty();
   Stage last = dumping ? Stage::Asm : stage;
   Stage mlirLast = last < Stage::LLVM ? last : Stage::LLVM;

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 using namespace mlir;
@@ -173,33 +174,61 @@ public:
     return linear(a, prefix + ".output_linear");
   }
 
-  /// x = LN(x + f(x)) (post) or x = x + f(LN(x)) (pre).
-  Value sublayer(Value x, const std::string &norm,
-                 llvm::function_ref<Value(Value)> f) {
-    if (arch.norm == NormPlacement::Post)
-      return layerNorm(b.create<tfm::AddOp>(loc(norm), x, f(x)), norm);
-    return b.create<tfm::AddOp>(loc(norm), x, f(layerNorm(x, norm)));
+  /// One layer wired by its recipe: values are evaluated statement by
+  /// statement; self_attn and cross_attn are the caller's (masks and caches
+  /// differ per function), ffn and normK are the layer's own.
+  Value layer(Value x, const LayerRecipe &recipe, const std::string &prefix,
+              llvm::function_ref<Value(Value)> selfAttention,
+              llvm::function_ref<Value(Value)> crossAttention) {
+    llvm::StringMap<Value> values;
+    values["x"] = x;
+    std::function<Value(int)> eval = [&](int index) -> Value {
+      const RecipeNode &n = recipe.nodes[index];
+      switch (n.kind) {
+      case RecipeNode::Kind::Variable:
+        return values.lookup(n.name);
+      case RecipeNode::Kind::SelfAttention:
+        return selfAttention(eval(n.operands[0]));
+      case RecipeNode::Kind::CrossAttention:
+        return crossAttention(eval(n.operands[0]));
+      case RecipeNode::Kind::FeedForward:
+        return feedForward(eval(n.operands[0]), prefix + ".feed_forward");
+      case RecipeNode::Kind::Norm:
+        return layerNorm(eval(n.operands[0]), prefix + "." + n.name);
+      case RecipeNode::Kind::Add: {
+        Value sum = eval(n.operands[0]);
+        for (int o : llvm::ArrayRef(n.operands).drop_front())
+          sum = b.create<tfm::AddOp>(loc(prefix + ".residual"), sum, eval(o));
+        return sum;
+      }
+      }
+      llvm_unreachable("unknown recipe node");
+    };
+    for (const LayerRecipe::Statement &s : recipe.statements)
+      values[s.target] = eval(s.value);
+    return values.lookup("x");
   }
 
   Value encoder(Value srcIds, Value srcLengths, Value pe) {
     Value x = embed(srcIds, "encoder_embedding", pe, Value());
+    LayerRecipe recipe = arch.layerRecipe(LayerKind::Encoder);
     for (int64_t i = 0; i < arch.numEncoderLayers; ++i) {
       std::string p = "encoder_layers." + std::to_string(i);
-      x = sublayer(x, p + ".norm1", [&](Value y) {
-        return attention(y, y, p + ".self_attention", tfm::MaskKind::padding,
-                         srcLengths);
-      });
-      x = sublayer(x, p + ".norm2", [&](Value y) {
-        return feedForward(y, p + ".feed_forward");
-      });
+      x = layer(
+          x, recipe, p,
+          [&](Value y) {
+            return attention(y, y, p + ".self_attention",
+                             tfm::MaskKind::padding, srcLengths);
+          },
+          {});
     }
-    if (arch.norm == NormPlacement::Pre)
+    if (arch.finalNorm(LayerKind::Encoder))
       x = layerNorm(x, "encoder_norm");
     return x;
   }
 
   Value finalDecoderNorm(Value y) {
-    if (arch.norm == NormPlacement::Pre)
+    if (arch.finalNorm(LayerKind::Decoder))
       return layerNorm(y, "decoder_norm");
     return y;
   }
@@ -233,6 +262,16 @@ void buildEncode(ModuleOp module, const Architecture &arch,
   fb.finish(outputs);
 }
 
+void buildEncoderStates(ModuleOp module, const Architecture &arch,
+                        const llvm::StringMap<ExpectedTensor> &shapes) {
+  FunctionBuilder fb(module, "encode_states", shapes);
+  ModelEmitter m(fb, arch);
+  Value srcIds = fb.input("src_ids", m.idsType);
+  Value srcLengths = fb.input("src_lengths", m.lengthsType);
+  Value pe = fb.input("positional_table", m.positionalTable);
+  fb.finish({{"states", m.encoder(srcIds, srcLengths, pe)}});
+}
+
 void buildDecodeStep(ModuleOp module, const Architecture &arch,
                      const llvm::StringMap<ExpectedTensor> &shapes) {
   FunctionBuilder fb(module, "decode_step", shapes);
@@ -256,20 +295,21 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
     selfValues.push_back(fb.cache("self_value." + n, m.cacheType));
   }
   Value y = m.embed(tokens, "decoder_embedding", pe, step);
+  LayerRecipe recipe = arch.layerRecipe(LayerKind::Decoder);
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string p = layerName(i);
-    y = m.sublayer(y, p + ".norm1", [&](Value x) {
-      return m.attention(x, x, p + ".masked_self_attention",
-                         tfm::MaskKind::causal, Value(), selfKeys[i],
-                         selfValues[i], step);
-    });
-    y = m.sublayer(y, p + ".norm2", [&](Value x) {
-      return m.cachedCrossAttention(x, p + ".enc_dec_attention", crossKeys[i],
-                                    crossValues[i], srcLengths);
-    });
-    y = m.sublayer(y, p + ".norm3", [&](Value x) {
-      return m.feedForward(x, p + ".feed_forward");
-    });
+    y = m.layer(
+        y, recipe, p,
+        [&](Value x) {
+          return m.attention(x, x, p + ".masked_self_attention",
+                             tfm::MaskKind::causal, Value(), selfKeys[i],
+                             selfValues[i], step);
+        },
+        [&](Value x) {
+          return m.cachedCrossAttention(x, p + ".enc_dec_attention",
+                                        crossKeys[i], crossValues[i],
+                                        srcLengths);
+        });
   }
   y = m.finalDecoderNorm(y);
   fb.finish({{"logits", m.linear(y, "linear")}});
@@ -286,19 +326,19 @@ void buildForward(ModuleOp module, const Architecture &arch,
   Value pe = fb.input("positional_table", m.positionalTable);
   Value memory = m.encoder(srcIds, srcLengths, pe);
   Value y = m.embed(tgtIds, "decoder_embedding", pe, Value());
+  LayerRecipe recipe = arch.layerRecipe(LayerKind::Decoder);
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string p = layerName(i);
-    y = m.sublayer(y, p + ".norm1", [&](Value x) {
-      return m.attention(x, x, p + ".masked_self_attention",
-                         tfm::MaskKind::causal, tgtLengths);
-    });
-    y = m.sublayer(y, p + ".norm2", [&](Value x) {
-      return m.attention(x, memory, p + ".enc_dec_attention",
-                         tfm::MaskKind::padding, srcLengths);
-    });
-    y = m.sublayer(y, p + ".norm3", [&](Value x) {
-      return m.feedForward(x, p + ".feed_forward");
-    });
+    y = m.layer(
+        y, recipe, p,
+        [&](Value x) {
+          return m.attention(x, x, p + ".masked_self_attention",
+                             tfm::MaskKind::causal, tgtLengths);
+        },
+        [&](Value x) {
+          return m.attention(x, memory, p + ".enc_dec_attention",
+                             tfm::MaskKind::padding, srcLengths);
+        });
   }
   y = m.finalDecoderNorm(y);
   fb.finish({{"logits", m.linear(y, "linear")}});
@@ -321,11 +361,15 @@ tfmc::frontend::importModel(MLIRContext &context, const Architecture &arch,
       ModuleOp::create(NameLoc::get(b.getStringAttr("model")));
   (*module)->setAttr("tfm.d_model", b.getI64IntegerAttr(arch.dModel));
   (*module)->setAttr("tfm.max_len", b.getI64IntegerAttr(arch.maxLen));
-  if (options.encode)
+  // An encoder-only model has nothing but its encoder states.
+  bool decoder = !arch.encoderOnly();
+  if (options.encode && decoder)
     buildEncode(*module, arch, shapes);
-  if (options.decodeStep)
+  if (options.decodeStep && decoder)
     buildDecodeStep(*module, arch, shapes);
-  if (options.forward)
+  if (options.forward && decoder)
     buildForward(*module, arch, shapes);
+  if (options.encoderStates)
+    buildEncoderStates(*module, arch, shapes);
   return module;
 }

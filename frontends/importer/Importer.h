@@ -8,6 +8,9 @@
 //               weights...) -> logits [batch, 1, target vocab]
 //   forward(src_ids, src_lengths, tgt_ids, tgt_lengths, positional_table,
 //           weights...) -> logits [batch, target length, target vocab]
+//   encode_states(src_ids, src_lengths, positional_table, weights...)
+//       -> states [batch, source length, d_model] (the encoder output)
+// Each layer is built from its block recipe (Architecture::layerRecipe).
 // Weights are function arguments tagged `tfm.weight = "<tensor name>"`;
 // inputs are tagged `tfm.input`, KV caches `tfm.cache`, results
 // `tfm.output`. Batch and sequence dimensions are dynamic.
@@ -24,10 +27,13 @@
 
 namespace tfmc::frontend {
 
+/// Which functions to build. Encoder-only models (no decoder layers) have
+/// only encode_states; the other three are skipped for them.
 struct ImportOptions {
   bool encode = true;
   bool decodeStep = true;
   bool forward = true;
+  bool encoderStates = false;
 };
 
 /// Attribute names on function arguments and results.

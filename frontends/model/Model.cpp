@@ -65,8 +65,9 @@ Error checkSpecialTokens(const ModelDescription &desc, const Model &model) {
   std::tuple<StringRef, StringRef, int64_t> vocabs[] = {
       {"source", desc.source.vocabPath, model.sourceVocab.size()},
       {"target", desc.target.vocabPath, model.targetVocab.size()}};
+  size_t sides = desc.arch.encoderOnly() ? 1 : 2;
   for (auto [name, id] : ids)
-    for (auto [side, path, size] : vocabs)
+    for (auto [side, path, size] : ArrayRef(vocabs).take_front(sides))
       if (id >= size)
         return createStringError(
             inconvertibleErrorCode(),
@@ -83,29 +84,34 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture &arch,
                                             int64_t srcVocabSize,
                                             int64_t tgtVocabSize) {
   int64_t d = arch.dModel;
-  bool pre = arch.norm == NormPlacement::Pre;
   std::vector<ExpectedTensor> out;
   out.push_back({"encoder_embedding.weight", {srcVocabSize, d}});
-  out.push_back({"decoder_embedding.weight", {tgtVocabSize, d}});
+  if (!arch.encoderOnly())
+    out.push_back({"decoder_embedding.weight", {tgtVocabSize, d}});
+  std::vector<std::string> encoderNorms =
+      arch.layerRecipe(LayerKind::Encoder).norms();
   for (int64_t i = 0; i < arch.numEncoderLayers; ++i) {
     std::string layer = "encoder_layers." + std::to_string(i);
     addAttention(out, layer + ".self_attention", d);
     addFeedForward(out, layer, arch);
-    addNorm(out, layer + ".norm1", d);
-    addNorm(out, layer + ".norm2", d);
+    for (const std::string &norm : encoderNorms)
+      addNorm(out, layer + "." + norm, d);
   }
-  if (pre)
+  if (arch.finalNorm(LayerKind::Encoder))
     addNorm(out, "encoder_norm", d);
+  if (arch.encoderOnly())
+    return out;
+  std::vector<std::string> decoderNorms =
+      arch.layerRecipe(LayerKind::Decoder).norms();
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string layer = "decoder_layers." + std::to_string(i);
     addAttention(out, layer + ".masked_self_attention", d);
     addAttention(out, layer + ".enc_dec_attention", d);
     addFeedForward(out, layer, arch);
-    addNorm(out, layer + ".norm1", d);
-    addNorm(out, layer + ".norm2", d);
-    addNorm(out, layer + ".norm3", d);
+    for (const std::string &norm : decoderNorms)
+      addNorm(out, layer + "." + norm, d);
   }
-  if (pre)
+  if (arch.finalNorm(LayerKind::Decoder))
     addNorm(out, "decoder_norm", d);
   addLinear(out, "linear", tgtVocabSize, d);
   return out;
@@ -131,10 +137,12 @@ Expected<Model> loadModel(StringRef jsonPath) {
   if (!src)
     return src.takeError();
   model.sourceVocab = std::move(*src);
-  Expected<Vocabulary> tgt = Vocabulary::load(d.target.vocabPath);
-  if (!tgt)
-    return tgt.takeError();
-  model.targetVocab = std::move(*tgt);
+  if (!d.arch.encoderOnly()) {
+    Expected<Vocabulary> tgt = Vocabulary::load(d.target.vocabPath);
+    if (!tgt)
+      return tgt.takeError();
+    model.targetVocab = std::move(*tgt);
+  }
   if (Error err = checkSpecialTokens(d, model))
     return std::move(err);
 
@@ -149,10 +157,11 @@ Expected<Model> loadModel(StringRef jsonPath) {
           checkEmbeddingRows(file, "encoder_embedding.weight", "source",
                              d.source.vocabPath, model.sourceVocab.size()))
     return std::move(err);
-  if (Error err =
-          checkEmbeddingRows(file, "decoder_embedding.weight", "target",
-                             d.target.vocabPath, model.targetVocab.size()))
-    return std::move(err);
+  if (!d.arch.encoderOnly())
+    if (Error err =
+            checkEmbeddingRows(file, "decoder_embedding.weight", "target",
+                               d.target.vocabPath, model.targetVocab.size()))
+      return std::move(err);
 
   auto fail = [&](const Twine &message) -> Error {
     return createStringError(inconvertibleErrorCode(),

@@ -18,8 +18,10 @@ struct ExpectedTensor {
 };
 
 /// Every tensor the architecture needs, in a fixed canonical order
-/// (encoder_embedding, decoder_embedding, encoder layers, encoder_norm if
-/// pre-norm, decoder layers, decoder_norm if pre-norm, linear), with shapes.
+/// (encoder_embedding, decoder_embedding, encoder layers with the norms of
+/// their recipe, encoder_norm if the encoder has a final norm, decoder
+/// layers, decoder_norm likewise, linear; no decoder side when
+/// encoder-only), with shapes.
 std::vector<ExpectedTensor> expectedTensors(const Architecture &arch,
                                             int64_t srcVocabSize,
                                             int64_t tgtVocabSize);

@@ -47,6 +47,25 @@ StringRef stringifyNormPlacement(NormPlacement n) {
   llvm_unreachable("unknown norm placement");
 }
 
+LayerRecipe Architecture::layerRecipe(LayerKind kind) const {
+  const std::optional<LayerRecipe> &explicitRecipe =
+      kind == LayerKind::Encoder ? encoderLayer : decoderLayer;
+  if (explicitRecipe)
+    return *explicitRecipe;
+  return norm == NormPlacement::Pre ? preNormRecipe(kind)
+                                    : postNormRecipe(kind);
+}
+
+bool Architecture::finalNorm(LayerKind kind) const {
+  if (kind == LayerKind::Decoder && encoderOnly())
+    return false;
+  const std::optional<bool> &flag =
+      kind == LayerKind::Encoder ? encoderFinalNormFlag : decoderFinalNormFlag;
+  if (flag)
+    return *flag;
+  return norm == NormPlacement::Pre;
+}
+
 namespace {
 
 /// Renders a JSON value for a "got ..." clause, shortened if long.
@@ -201,25 +220,74 @@ std::string resolvePath(StringRef dir, StringRef p) {
   return out.str().str();
 }
 
+/// The optional block recipes and final-norm flags. A decoder recipe or
+/// flag on an encoder-only model is an error.
+void readRecipes(DescriptionReader &r, const json::Object &obj,
+                 Architecture &arch) {
+  StringRef p = "architecture";
+  for (auto [key, kind, slot] :
+       {std::tuple{"encoder_layer", LayerKind::Encoder, &arch.encoderLayer},
+        std::tuple{"decoder_layer", LayerKind::Decoder, &arch.decoderLayer}}) {
+    if (!obj.get(key))
+      continue;
+    std::string field = DescriptionReader::join(p, key);
+    if (kind == LayerKind::Decoder && arch.encoderOnly())
+      return r.failField(field, "not allowed when "
+                                "architecture.num_decoder_layers is 0");
+    std::string text = r.string(obj, p, key);
+    if (r.failed())
+      return;
+    Expected<LayerRecipe> recipe = parseLayerRecipe(text, kind);
+    if (!recipe)
+      return r.failField(field, toString(recipe.takeError()));
+    *slot = std::move(*recipe);
+  }
+  for (auto [key, isDecoder, slot] :
+       {std::tuple{"encoder_final_norm", false, &arch.encoderFinalNormFlag},
+        std::tuple{"decoder_final_norm", true, &arch.decoderFinalNormFlag}}) {
+    if (!obj.get(key))
+      continue;
+    if (isDecoder && arch.encoderOnly())
+      return r.failField(DescriptionReader::join(p, key),
+                         "not allowed when architecture.num_decoder_layers "
+                         "is 0");
+    *slot = r.boolean(obj, p, key);
+  }
+}
+
 void readArchitecture(DescriptionReader &r, const json::Object &obj,
                       Architecture &arch) {
   StringRef p = "architecture";
   r.checkKeys(obj, p,
               {"d_model", "num_heads", "num_encoder_layers",
                "num_decoder_layers", "d_ff", "max_len", "activation", "norm",
-               "layer_norm_eps", "embedding_scale", "positional_encoding"});
+               "layer_norm_eps", "embedding_scale", "positional_encoding",
+               "encoder_layer", "decoder_layer", "encoder_final_norm",
+               "decoder_final_norm"});
   arch.dModel = r.integer(obj, p, "d_model", 1);
   arch.numHeads = r.integer(obj, p, "num_heads", 1);
   arch.numEncoderLayers = r.integer(obj, p, "num_encoder_layers", 1);
-  arch.numDecoderLayers = r.integer(obj, p, "num_decoder_layers", 1);
+  arch.numDecoderLayers = r.integer(obj, p, "num_decoder_layers", 0);
   arch.dFF = r.integer(obj, p, "d_ff", 1);
   arch.maxLen = r.integer(obj, p, "max_len", 1);
   arch.activation = r.choice(obj, p, "activation", {"relu", "gelu"}) == "gelu"
                         ? Activation::Gelu
                         : Activation::Relu;
-  arch.norm = r.choice(obj, p, "norm", {"post", "pre"}) == "pre"
-                  ? NormPlacement::Pre
-                  : NormPlacement::Post;
+  if (r.failed())
+    return;
+  readRecipes(r, obj, arch);
+  if (r.failed())
+    return;
+  // "norm" is a shorthand for the layers without a recipe: required only
+  // while some stack has none.
+  bool needNorm = !arch.encoderLayer ||
+                  (!arch.encoderOnly() && !arch.decoderLayer);
+  if (needNorm || obj.get("norm"))
+    arch.norm = r.choice(obj, p, "norm", {"post", "pre"}) == "pre"
+                    ? NormPlacement::Pre
+                    : NormPlacement::Post;
+  else
+    arch.norm = std::nullopt;
   arch.layerNormEps = r.positiveNumber(obj, p, "layer_norm_eps");
   arch.embeddingScale = r.boolean(obj, p, "embedding_scale");
   arch.positionalEncoding =
@@ -375,8 +443,15 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
     readArchitecture(r, *o, desc.arch);
   if (const json::Object *o = r.object(*top, "", "source"))
     readSide(r, *o, "source", desc.directory, desc.source);
-  if (const json::Object *o = r.object(*top, "", "target"))
+  // An encoder-only model has no target side.
+  if (!r.failed() && desc.arch.encoderOnly()) {
+    if (top->get("target"))
+      r.failField("target", "not allowed when "
+                            "architecture.num_decoder_layers is 0 (an "
+                            "encoder-only model)");
+  } else if (const json::Object *o = r.object(*top, "", "target")) {
     readSide(r, *o, "target", desc.directory, desc.target);
+  }
   if (const json::Object *o = r.object(*top, "", "special_tokens"))
     readSpecialTokens(r, *o, desc.special);
   std::string weights = r.string(*top, "", "weights");

@@ -7,6 +7,8 @@
 #ifndef FRONTENDS_MODEL_MODELDESCRIPTION_H
 #define FRONTENDS_MODEL_MODELDESCRIPTION_H
 
+#include "frontends/model/LayerRecipe.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -30,13 +32,26 @@ struct Architecture {
   int64_t dFF = 0;
   int64_t maxLen = 0;
   Activation activation = Activation::Relu;
-  NormPlacement norm = NormPlacement::Post;
+  /// The "norm" shorthand; absent when every stack has an explicit recipe
+  /// and the file leaves it out.
+  std::optional<NormPlacement> norm = NormPlacement::Post;
   double layerNormEps = 1e-5;
   bool embeddingScale = false;
   // Only "sinusoidal" exists in version 1.
   std::string positionalEncoding = "sinusoidal";
+  /// Explicit layer recipes ("encoder_layer", "decoder_layer"); without one
+  /// a stack follows `norm`.
+  std::optional<LayerRecipe> encoderLayer, decoderLayer;
+  /// "encoder_final_norm", "decoder_final_norm"; default: norm == pre.
+  std::optional<bool> encoderFinalNormFlag, decoderFinalNormFlag;
 
   int64_t headDim() const { return dModel / numHeads; }
+  /// No decoder: "num_decoder_layers": 0, no target side.
+  bool encoderOnly() const { return numDecoderLayers == 0; }
+  /// The recipe each layer of a stack follows.
+  LayerRecipe layerRecipe(LayerKind kind) const;
+  /// Whether a stack ends with a LayerNorm (encoder_norm / decoder_norm).
+  bool finalNorm(LayerKind kind) const;
 };
 
 /// One side (source or target) of the model. Paths are absolute (resolved

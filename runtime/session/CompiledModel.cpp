@@ -82,6 +82,7 @@ CompiledModel::compile(const frontend::Architecture &arch,
   frontend::ImportOptions import;
   import.encode = import.decodeStep = options.translation;
   import.forward = options.teacherForcing;
+  import.encoderStates = options.encoderStates;
   mlir::OwningOpRef<mlir::ModuleOp> module = frontend::importModel(
       context, arch, sourceVocabSize, targetVocabSize, import);
   using mlir::tfm::Stage;
@@ -93,7 +94,8 @@ CompiledModel::compile(const frontend::Architecture &arch,
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))
     return std::move(e);
-  for (const char *name : {"encode", "decode_step", "forward"}) {
+  for (const char *name :
+       {"encode", "decode_step", "forward", "encode_states"}) {
     auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
     if (!func)
       continue;

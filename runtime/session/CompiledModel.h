@@ -50,6 +50,9 @@ struct CompileOptions {
   /// and forward (teacher forcing). Each costs JIT time.
   bool translation = true;
   bool teacherForcing = true;
+  /// encode_states: the encoder output (tfmc encode). Encoder-only models
+  /// have nothing else.
+  bool encoderStates = false;
 };
 
 class CompiledModel {

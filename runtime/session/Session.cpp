@@ -29,8 +29,10 @@ static llvm::Error error(const llvm::Twine &message) {
 /// One call frame per compiled function, with weights and the positional
 /// table bound once.
 struct Session::Frames {
-  std::unique_ptr<CallFrame> encode, decodeStep, forward;
+  std::unique_ptr<CallFrame> encode, decodeStep, forward, encodeStates;
   explicit Frames(const CompiledModel &m) {
+    if (const CompiledFunction *f = m.function("encode_states"))
+      encodeStates = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("encode"))
       encode = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("decode_step"))
@@ -102,6 +104,8 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   compileOptions.useLibraryKernels = options.useLibraryKernels;
   compileOptions.translation = options.translation;
   compileOptions.teacherForcing = options.teacherForcing;
+  compileOptions.encoderStates =
+      options.encoderStates || m.desc.arch.encoderOnly();
   setKernelThreads(std::max(options.threads, 1));
   auto compiled = CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
                                          m.targetVocab.size(), compileOptions);
@@ -116,8 +120,8 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     session->frames.push_back(
         std::make_unique<Frames>(*session->compiledModel));
     Frames &fr = *session->frames.back();
-    for (CallFrame *f :
-         {fr.encode.get(), fr.decodeStep.get(), fr.forward.get()})
+    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(),
+                         fr.forward.get(), fr.encodeStates.get()})
       if (f)
         bindConstants(*f, m, session->positionalTable, session->packedWeights);
   }
@@ -177,8 +181,74 @@ SourceBatch padSources(const TokenRows &sources, int64_t maxTokens,
 
 } // namespace
 
+/// In place over each [vocab] row: log_softmax or softmax.
+static void normalizeRows(std::vector<float> &values, int64_t vocab,
+                          LogitsOutput output) {
+  if (output == LogitsOutput::Logits)
+    return;
+  for (size_t start = 0; start < values.size(); start += vocab) {
+    float *row = values.data() + start;
+    float top = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(double(row[v]) - top);
+    double logSum = std::log(sum) + top;
+    for (int64_t v = 0; v < vocab; ++v) {
+      double logp = double(row[v]) - logSum;
+      row[v] = static_cast<float>(output == LogitsOutput::LogProbs
+                                      ? logp
+                                      : std::exp(logp));
+    }
+  }
+}
+
+/// The error for decoder work asked of an encoder-only model.
+static llvm::Error noDecoder(const frontend::Model &model,
+                             llvm::StringRef what) {
+  return error(model.desc.jsonPath + ": " + what +
+               " needs a decoder, but this is an encoder-only model "
+               "(num_decoder_layers is 0); use 'tfmc encode'");
+}
+
+llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
+  if (!frames[0]->encodeStates)
+    return error("this session was opened without encoder states");
+  if (sources.empty())
+    return error("no rows to run");
+  if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
+    return std::move(e);
+  SourceBatch src = padSources(sources, maxSourceTokens(), specialIds());
+  EncoderStates states;
+  states.batch = src.rows;
+  states.length = src.length;
+  states.dModel = loaded.desc.arch.dModel;
+  states.values.assign(src.rows * src.length * states.dModel, 0.0f);
+  CallFrame &f = *frames[0]->encodeStates;
+  f.bind("src_ids", src.ids.data(), {src.rows, src.length});
+  f.bind("src_lengths", src.lengths.data(), {src.rows});
+  f.bind("states", states.values.data(),
+         {src.rows, src.length, states.dModel});
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error e = f.call())
+    return std::move(e);
+  encodeTime += secondsSince(start);
+  // Padding positions hold whatever the layers made of pad tokens: zero
+  // them so that the output depends on nothing but the row.
+  for (int64_t r = 0; r < src.rows; ++r) {
+    int32_t n = src.lengths[r];
+    states.lengths.push_back(n);
+    std::fill(states.values.begin() + (r * src.length + n) * states.dModel,
+              states.values.begin() + (r + 1) * src.length * states.dModel,
+              0.0f);
+  }
+  return states;
+}
+
 llvm::Expected<Logits> Session::forward(const TokenRows &sources,
-                                        const TokenRows &targets) {
+                                        const TokenRows &targets,
+                                        LogitsOutput output) {
+  if (loaded.desc.arch.encoderOnly())
+    return noDecoder(loaded, "forward");
   if (!frames[0]->forward)
     return error("this session was opened without teacher forcing");
   if (sources.size() != targets.size())
@@ -229,6 +299,7 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   f.bind("logits", logits.values.data(), {rows, steps, logits.vocab});
   if (llvm::Error e = f.call())
     return std::move(e);
+  normalizeRows(logits.values, logits.vocab, output);
   return logits;
 }
 
@@ -388,6 +459,8 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
                        int64_t maxSteps, int64_t slotsPerRow) {
+  if (loaded.desc.arch.encoderOnly())
+    return noDecoder(loaded, "translation");
   if (!workerFrames.encode || !workerFrames.decodeStep)
     return error("this session was opened without translation");
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
@@ -404,6 +477,8 @@ template <typename Result, typename Search>
 llvm::Expected<Result> Session::decode(const TokenRows &sources,
                                        const SearchOptions &options,
                                        int64_t slotsPerRow, Search search) {
+  if (loaded.desc.arch.encoderOnly())
+    return noDecoder(loaded, "translation");
   if (sources.empty())
     return Result();
   SearchOptions effective = options;

@@ -32,7 +32,21 @@ struct SessionOptions {
   /// forward() needs; leaving one out saves its JIT time.
   bool translation = true;
   bool teacherForcing = true;
+  /// Compile what encode() needs (the encoder output alone). Encoder-only
+  /// models have nothing else: translation and teacherForcing do not apply.
+  bool encoderStates = false;
 };
+
+/// Encoder output [batch, length, d_model], row-major; positions at or
+/// beyond a row's length (ids + eos) are zero.
+struct EncoderStates {
+  int64_t batch = 0, length = 0, dModel = 0;
+  std::vector<int32_t> lengths;
+  std::vector<float> values;
+};
+
+/// What forward() returns: raw logits, log_softmax or softmax of them.
+enum class LogitsOutput { Logits, LogProbs, Probs };
 
 /// Teacher-forced logits [batch, steps, vocab], row-major.
 struct Logits {
@@ -63,7 +77,12 @@ public:
   /// Teacher-forced logits. `sources` hold token ids (eos is appended here,
   /// after truncation); `targets` start with bos.
   llvm::Expected<Logits> forward(const TokenRows &sources,
-                                 const TokenRows &targets);
+                                 const TokenRows &targets,
+                                 LogitsOutput output = LogitsOutput::Logits);
+
+  /// The encoder output for `sources` (token ids; eos appended here after
+  /// truncation, batch right-padded, exactly as translate() builds them).
+  llvm::Expected<EncoderStates> encode(const TokenRows &sources);
 
   /// Decodes a batch of sources (token ids, eos appended here) with greedy
   /// search. Each row's result is independent of the other rows.

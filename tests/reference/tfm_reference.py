@@ -4,12 +4,20 @@ Implements the semantics of DESIGN.md ("Model description file" and
 "Semantics") as plainly as possible: float32 everywhere, no KV cache, greedy
 and beam search by full recomputation, one source row at a time.
 
+Besides the version-1 `norm: post|pre` models it runs *block recipes*
+(`architecture.encoder_layer` / `decoder_layer`, see docs/reference.md):
+a small language saying how a layer combines its sublayers, e.g.
+`x = norm1(x + self_attn(x)); x = norm2(x + ffn(x))`. Recipes are parsed
+and interpreted here, independently of tfmc's C++ parser. Models with
+`num_decoder_layers: 0` are encoder-only (no target side).
+
 Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
 """
 
 import json
 import math
 import os
+import re
 import struct
 
 import numpy as np
@@ -21,11 +29,19 @@ SPECIAL_NAMES = ["<pad>", "<s>", "</s>", "<unk>"]
 DEFAULT_SPECIAL = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
 NEG_MASK = -1e9  # value written into masked attention scores
 
+# The version-1 architecture fields, in the order model.json lists them.
+# `norm` is optional once every stack has an explicit recipe (see below).
 ARCH_FIELDS = {
     "d_model": int, "num_heads": int, "num_encoder_layers": int,
     "num_decoder_layers": int, "d_ff": int, "max_len": int,
     "activation": str, "norm": str, "layer_norm_eps": float,
     "embedding_scale": bool, "positional_encoding": str,
+}
+# Optional fields added by block recipes; written after ARCH_FIELDS, and only
+# when set, so that version-1 model.json files stay byte-for-byte the same.
+OPTIONAL_ARCH_FIELDS = {
+    "encoder_layer": str, "decoder_layer": str,
+    "encoder_final_norm": bool, "decoder_final_norm": bool,
 }
 
 
@@ -38,6 +54,243 @@ def positional_encoding(length, d_model):
     pe[:, 0::2] = np.sin(angle)
     pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
     return torch.from_numpy(pe.astype(np.float32))
+
+
+# --------------------------------------------------------------------------- block recipes
+#
+#   recipe := stmt (';' stmt)* [';']      stmt := NAME '=' expr
+#   expr   := term ('+' term)*            term := NAME | FUNC '(' expr ')'
+#   FUNC   := self_attn | cross_attn | ffn | norm1 … norm9
+#
+# `x` holds the layer input; the layer output is the final value of `x`.
+# Other names may be assigned and used once assigned. self_attn and ffn are
+# used exactly once per recipe, cross_attn exactly once in a decoder recipe
+# and never in an encoder recipe; norms any number of times (each normK has
+# its own weights `{layer}.normK.weight/bias`).
+
+RECIPE_FUNCS = ("self_attn", "cross_attn", "ffn") + tuple(f"norm{k}" for k in range(1, 10))
+
+# The version-1 `norm` shorthands, written as recipes.
+SHORTHAND_RECIPES = {
+    ("encoder", "post"): "x = norm1(x + self_attn(x)); x = norm2(x + ffn(x))",
+    ("decoder", "post"): "x = norm1(x + self_attn(x)); x = norm2(x + cross_attn(x)); "
+                         "x = norm3(x + ffn(x))",
+    ("encoder", "pre"): "x = x + self_attn(norm1(x)); x = x + ffn(norm2(x))",
+    ("decoder", "pre"): "x = x + self_attn(norm1(x)); x = x + cross_attn(norm2(x)); "
+                        "x = x + ffn(norm3(x))",
+}
+
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(.))", re.DOTALL)
+
+
+class RecipeError(ValueError):
+    """A recipe that does not parse or breaks a rule; the message says where."""
+
+
+class Recipe:
+    """A parsed block recipe.
+
+    statements: list of (name, expr) where expr is one of
+        ("var", name) | ("call", func, expr) | ("sum", [expr, expr, ...]).
+    norms: sorted list of the norm numbers K used (normK).
+    """
+
+    def __init__(self, text, stack):
+        if stack not in ("encoder", "decoder"):
+            raise ValueError(f"stack must be 'encoder' or 'decoder', got {stack!r}")
+        self.text = text
+        self.stack = stack
+        self._tokens = self._tokenize(text)
+        self._pos = 0
+        self.statements = []
+        self.calls = {f: 0 for f in RECIPE_FUNCS}
+        self._parse()
+        self._check_counts()
+        self.norms = sorted(int(f[4:]) for f, n in self.calls.items() if f.startswith("norm") and n)
+        del self._tokens, self._pos
+
+    # -- errors
+
+    def _fail(self, message, at=None):
+        where = f" at character {at + 1}" if at is not None else ""
+        raise RecipeError(f"{self.stack} recipe {self.text!r}: {message}{where}")
+
+    # -- lexer: (kind, text, offset); kind is "name", "op" or "end"
+
+    def _tokenize(self, text):
+        if not isinstance(text, str):
+            self._fail(f"expected a string, got {type(text).__name__}")
+        tokens, i = [], 0
+        while i < len(text):
+            m = _TOKEN.match(text, i)
+            if m.group(0).strip() == "":  # only trailing whitespace left
+                break
+            start = m.start(1) if m.group(1) else m.start(2)
+            if m.group(1):
+                tokens.append(("name", m.group(1), start))
+            elif m.group(2) in "=+();":
+                tokens.append(("op", m.group(2), start))
+            else:
+                self._fail(f"unexpected character {m.group(2)!r}", start)
+            i = m.end()
+        tokens.append(("end", "", len(text)))
+        return tokens
+
+    def _peek(self):
+        return self._tokens[self._pos]
+
+    def _next(self):
+        tok = self._tokens[self._pos]
+        self._pos += 1
+        return tok
+
+    def _expect(self, op, what):
+        kind, text, at = self._next()
+        if kind != "op" or text != op:
+            found = "the end of the recipe" if kind == "end" else repr(text)
+            self._fail(f"expected {what}, found {found}", at)
+
+    # -- parser
+
+    def _parse(self):
+        assigned = {"x"}
+        if self._peek()[0] == "end":
+            self._fail("empty recipe")
+        while True:
+            kind, name, at = self._next()
+            if kind != "name":
+                found = "the end of the recipe" if kind == "end" else repr(name)
+                self._fail(f"expected a variable name to assign, found {found}", at)
+            if name in RECIPE_FUNCS:
+                self._fail(f"cannot assign to {name!r}: it is a function name", at)
+            self._expect("=", f"'=' after {name!r}")
+            expr = self._expr(assigned)
+            self.statements.append((name, expr))
+            assigned.add(name)
+            kind, text, at = self._next()
+            if kind == "end":
+                return
+            if text != ";":
+                self._fail(f"expected ';' or the end of the recipe, found {text!r}", at)
+            if self._peek()[0] == "end":  # one trailing ';' is allowed
+                return
+
+    def _expr(self, assigned):
+        terms = [self._term(assigned)]
+        while self._peek()[:2] == ("op", "+"):
+            self._next()
+            terms.append(self._term(assigned))
+        return terms[0] if len(terms) == 1 else ("sum", terms)
+
+    def _term(self, assigned):
+        kind, name, at = self._next()
+        if kind != "name":
+            found = "the end of the recipe" if kind == "end" else repr(name)
+            self._fail(f"expected a variable or a function call, found {found}", at)
+        if self._peek()[:2] == ("op", "("):
+            if name not in RECIPE_FUNCS:
+                self._fail(f"unknown function {name!r} (expected self_attn, cross_attn, ffn "
+                           f"or norm1..norm9)", at)
+            self._next()
+            inner = self._expr(assigned)
+            self._expect(")", f"')' to close {name}(")
+            self.calls[name] += 1
+            return ("call", name, inner)
+        if name in RECIPE_FUNCS:
+            self._fail(f"function {name!r} must be called as {name}(...)", at)
+        if name not in assigned:
+            self._fail(f"variable {name!r} is used before it is assigned", at)
+        return ("var", name)
+
+    def _check_counts(self):
+        n = self.calls
+        if n["self_attn"] != 1:
+            self._fail(f"self_attn must be used exactly once, found {n['self_attn']}")
+        if n["ffn"] != 1:
+            self._fail(f"ffn must be used exactly once, found {n['ffn']}")
+        if self.stack == "encoder" and n["cross_attn"]:
+            self._fail("cross_attn is not allowed in an encoder recipe")
+        if self.stack == "decoder" and n["cross_attn"] != 1:
+            self._fail(f"cross_attn must be used exactly once, found {n['cross_attn']}")
+
+    # -- evaluation
+
+    def run(self, x, funcs):
+        """Evaluate on input x; funcs maps each function name used to a callable."""
+        env = {"x": x}
+
+        def ev(e):
+            if e[0] == "var":
+                return env[e[1]]
+            if e[0] == "call":
+                return funcs[e[1]](ev(e[2]))
+            total = ev(e[1][0])  # sums are evaluated left to right
+            for t in e[1][1:]:
+                total = total + ev(t)
+            return total
+
+        for name, e in self.statements:
+            env[name] = ev(e)
+        return env["x"]
+
+    def __str__(self):
+        def show(e):
+            if e[0] == "var":
+                return e[1]
+            if e[0] == "call":
+                return f"{e[1]}({show(e[2])})"
+            return " + ".join(show(t) for t in e[1])
+
+        return "; ".join(f"{n} = {show(e)}" for n, e in self.statements)
+
+
+def resolve_architecture(arch):
+    """Check the recipe-related fields of an architecture dict and work out
+    what each stack computes.
+
+    Returns (encoder Recipe, decoder Recipe or None when encoder-only,
+    encoder_final_norm, decoder_final_norm). Rules: an explicit recipe
+    overrides the `norm` shorthand for its stack; `norm` may be absent only
+    when every present stack has a recipe; final norms default to
+    (norm == "pre"), and to false when `norm` is absent.
+    """
+    a = arch
+    for k in ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff",
+              "max_len", "activation", "layer_norm_eps", "embedding_scale"):
+        if k not in a:
+            raise ValueError(f"architecture.{k} missing")
+    if a["num_encoder_layers"] < 1:
+        raise ValueError("architecture.num_encoder_layers must be >= 1")
+    if a["num_decoder_layers"] < 0:
+        raise ValueError("architecture.num_decoder_layers must be >= 0")
+    has_decoder = a["num_decoder_layers"] > 0
+    norm = a.get("norm")
+    if norm is not None and norm not in ("post", "pre"):
+        raise ValueError(f"architecture.norm: expected \"post\" or \"pre\", got {norm!r}")
+    if not has_decoder:
+        for k in ("decoder_layer", "decoder_final_norm"):
+            if k in a:
+                raise ValueError(f"architecture.{k} is not allowed in an encoder-only model "
+                                 f"(num_decoder_layers is 0)")
+    for k in ("encoder_final_norm", "decoder_final_norm"):
+        if k in a and not isinstance(a[k], bool):
+            raise ValueError(f"architecture.{k}: expected true or false, got {a[k]!r}")
+
+    def recipe(stack):
+        field = f"{stack}_layer"
+        if field in a:
+            return Recipe(a[field], stack)
+        if norm is None:
+            raise ValueError(f"architecture.norm missing (required because there is no "
+                             f"architecture.{field})")
+        return Recipe(SHORTHAND_RECIPES[(stack, norm)], stack)
+
+    enc = recipe("encoder")
+    dec = recipe("decoder") if has_decoder else None
+    default_final = norm == "pre"
+    enc_final = a.get("encoder_final_norm", default_final)
+    dec_final = a.get("decoder_final_norm", default_final) if has_decoder else False
+    return enc, dec, enc_final, dec_final
 
 
 # --------------------------------------------------------------------------- model
@@ -90,114 +343,143 @@ class FeedForward(nn.Module):
         return self.linear2(h)
 
 
+def _add_norms(layer, recipe, d, eps):
+    """Register norm{K} (LayerNorm) for every K the recipe uses, in order of K."""
+    for k in recipe.norms:
+        setattr(layer, f"norm{k}", nn.LayerNorm(d, eps=eps))
+
+
+def _norm_funcs(layer, recipe):
+    return {f"norm{k}": getattr(layer, f"norm{k}") for k in recipe.norms}
+
+
 class EncoderLayer(nn.Module):
-    def __init__(self, a):
+    """One encoder layer: self_attention, feed_forward and the recipe's norms,
+    combined as the recipe says (default: the `norm` shorthand)."""
+
+    def __init__(self, a, recipe=None):
         super().__init__()
         d, eps = a["d_model"], a["layer_norm_eps"]
-        self.pre = a["norm"] == "pre"
+        self.recipe = recipe or resolve_architecture(a)[0]
         self.self_attention = MultiHeadAttention(d, a["num_heads"])
         self.feed_forward = FeedForward(d, a["d_ff"], a["activation"])
-        self.norm1 = nn.LayerNorm(d, eps=eps)
-        self.norm2 = nn.LayerNorm(d, eps=eps)
+        _add_norms(self, self.recipe, d, eps)
 
     def forward(self, x, mask):
-        if self.pre:
-            h = self.norm1(x)
-            x = x + self.self_attention(h, h, mask)
-            return x + self.feed_forward(self.norm2(x))
-        x = self.norm1(x + self.self_attention(x, x, mask))
-        return self.norm2(x + self.feed_forward(x))
+        funcs = _norm_funcs(self, self.recipe)
+        funcs["self_attn"] = lambda e: self.self_attention(e, e, mask)
+        funcs["ffn"] = self.feed_forward
+        return self.recipe.run(x, funcs)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, a):
+    """One decoder layer: masked_self_attention, enc_dec_attention,
+    feed_forward and the recipe's norms."""
+
+    def __init__(self, a, recipe=None):
         super().__init__()
         d, eps = a["d_model"], a["layer_norm_eps"]
-        self.pre = a["norm"] == "pre"
+        self.recipe = recipe or resolve_architecture(a)[1]
         self.masked_self_attention = MultiHeadAttention(d, a["num_heads"])
         self.enc_dec_attention = MultiHeadAttention(d, a["num_heads"])
         self.feed_forward = FeedForward(d, a["d_ff"], a["activation"])
-        self.norm1 = nn.LayerNorm(d, eps=eps)
-        self.norm2 = nn.LayerNorm(d, eps=eps)
-        self.norm3 = nn.LayerNorm(d, eps=eps)
+        _add_norms(self, self.recipe, d, eps)
 
     def forward(self, x, mem, self_mask, cross_mask):
-        if self.pre:
-            h = self.norm1(x)
-            x = x + self.masked_self_attention(h, h, self_mask)
-            x = x + self.enc_dec_attention(self.norm2(x), mem, cross_mask)
-            return x + self.feed_forward(self.norm3(x))
-        x = self.norm1(x + self.masked_self_attention(x, x, self_mask))
-        x = self.norm2(x + self.enc_dec_attention(x, mem, cross_mask))
-        return self.norm3(x + self.feed_forward(x))
+        funcs = _norm_funcs(self, self.recipe)
+        funcs["self_attn"] = lambda e: self.masked_self_attention(e, e, self_mask)
+        funcs["cross_attn"] = lambda e: self.enc_dec_attention(e, mem, cross_mask)
+        funcs["ffn"] = self.feed_forward
+        return self.recipe.run(x, funcs)
 
 
-class TranslationTransformer(nn.Module):
-    def __init__(self, arch, src_vocab_size, tgt_vocab_size, special=None):
-        super().__init__()
-        self.arch = dict(arch)
-        self.special = dict(special or DEFAULT_SPECIAL)
-        a = self.arch
-        d = a["d_model"]
-        if d % a["num_heads"] != 0 or d % 2 != 0:
-            raise ValueError("num_heads must divide d_model and d_model must be even")
-        if a["norm"] not in ("post", "pre") or a["activation"] not in ("relu", "gelu"):
-            raise ValueError("bad norm/activation")
-        self.encoder_embedding = nn.Embedding(src_vocab_size, d)
-        self.decoder_embedding = nn.Embedding(tgt_vocab_size, d)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(a) for _ in range(a["num_encoder_layers"]))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(a) for _ in range(a["num_decoder_layers"]))
-        if a["norm"] == "pre":
-            self.encoder_norm = nn.LayerNorm(d, eps=a["layer_norm_eps"])
-            self.decoder_norm = nn.LayerNorm(d, eps=a["layer_norm_eps"])
-        self.linear = nn.Linear(d, tgt_vocab_size)
+# --------------------------------------------------------------------------- search
 
-    @property
-    def src_vocab_size(self):
-        return self.encoder_embedding.num_embeddings
 
-    @property
-    def tgt_vocab_size(self):
-        return self.linear.out_features
+def greedy_search(step_logits, special, min_length=0, max_length=20, margins=None):
+    """Greedy decoding of one source line (DESIGN.md).
 
-    def _embed(self, table, ids):
-        d = self.arch["d_model"]
-        scale = math.sqrt(d) if self.arch["embedding_scale"] else 1.0
-        return table(ids) * scale + positional_encoding(ids.shape[1], d)[None]
+    step_logits(prefixes) -> float32 numpy [len(prefixes), V]: the logits of
+    the last position of each prefix (lists of ids starting with bos, all of
+    one length). Returns the generated ids (no bos/eos). If `margins` is a
+    list, appends best-minus-second-best allowed logit per step."""
+    s = special
+    out = []
+    for _ in range(max_length):
+        logits = step_logits([[s["bos"]] + out])[0].astype(np.float64)
+        logits[_disallowed(s, len(out), min_length)] = -np.inf
+        tok = int(np.argmax(logits))  # first maximum = lowest id on ties
+        if margins is not None:
+            margins.append(logits[tok] - np.max(np.delete(logits, tok)))
+        if tok == s["eos"]:
+            break
+        out.append(tok)
+    return out
 
-    def encode(self, src):
-        """src: LongTensor [B,S] (eos appended, right-padded)."""
-        pad = self.special["pad"]
-        S = src.shape[1]
-        mask = (src == pad)[:, None, :].expand(-1, S, -1)
-        x = self._embed(self.encoder_embedding, src)
-        for layer in self.encoder_layers:
-            x = layer(x, mask)
-        return self.encoder_norm(x) if self.arch["norm"] == "pre" else x
 
-    def decode(self, tgt, mem, src):
-        """tgt [B,T] (starts with bos, right-padded) -> logits [B,T,V]."""
-        pad = self.special["pad"]
-        T = tgt.shape[1]
-        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        self_mask = causal[None] | (tgt == pad)[:, None, :]
-        cross_mask = (src == pad)[:, None, :].expand(-1, T, -1)
-        x = self._embed(self.decoder_embedding, tgt)
-        for layer in self.decoder_layers:
-            x = layer(x, mem, self_mask, cross_mask)
-        if self.arch["norm"] == "pre":
-            x = self.decoder_norm(x)
-        return self.linear(x)
+def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_length=20,
+                n_best=None, margins=None):
+    """Beam search of one source line as in DESIGN.md (step_logits as for greedy_search).
+    Returns [(ids, normalised_score)] best first (at most n_best, default beam_size).
+    If `margins` is a list, appends score gaps at every decision boundary."""
+    s, K = special, beam_size
+    active = [([], 0.0)]             # (generated ids, summed log-prob)
+    finished = []                    # (norm score, finish order, ids)
+    for step in range(max_length):
+        L = step + 1                 # generated tokens incl. this step's token
+        logits = torch.from_numpy(step_logits([[s["bos"]] + h for h, _ in active]))
+        logp = torch.log_softmax(logits, dim=-1).numpy().astype(np.float64)
+        logp[:, _disallowed(s, step, min_length)] = -np.inf
+        cands = [(sc + logp[h, v], h, v) for h, (_, sc) in enumerate(active)
+                 for v in range(logp.shape[1])]
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        top = cands[: 2 * K]
+        nxt, last_taken = [], None
+        for rank, (score, h, v) in enumerate(top):
+            if v == s["eos"]:
+                if rank < K:
+                    finished.append((score / L ** alpha, len(finished), active[h][0]))
+            elif len(nxt) < K:
+                nxt.append((active[h][0] + [v], score))
+                last_taken = rank
+        if margins is not None:
+            cuts = {K - 1, 2 * K - 1} | ({last_taken} if last_taken is not None else set())
+            for r in cuts:
+                if r + 1 < len(cands) and np.isfinite(cands[r][0]):
+                    margins.append(cands[r][0] - cands[r + 1][0])
+        if len(finished) >= K:
+            break
+        active = nxt
+    else:  # reached max_length with fewer than K finished
+        for ids, score in active:
+            finished.append((score / max(max_length, 1) ** alpha, len(finished), ids))
+    finished.sort(key=lambda f: (-f[0], f[1]))
+    n = n_best or K
+    if margins is not None:
+        for i in range(min(n, len(finished) - 1)):
+            margins.append(finished[i][0] - finished[i + 1][0])
+    return [(ids, float(sc)) for sc, _, ids in finished[:n]]
 
-    def forward(self, src, tgt):
-        return self.decode(tgt, self.encode(src), src)
 
-    # ------------------------------------------------------------ id-level helpers
+def _disallowed(special, generated, min_length):
+    bad = [special["pad"], special["bos"]]
+    if generated < min_length:
+        bad.append(special["eos"])
+    return bad
+
+
+class DecodingMixin:
+    """Id-level helpers shared by every model with DESIGN.md's interface.
+
+    A class using it provides `special` (dict), `max_len` (int),
+    `encode(src) -> mem` and `decode(tgt, mem, src) -> logits` on padded
+    LongTensor batches, and `forward(src, tgt) -> logits`. The seed models in
+    seed_models.py use it too, so every model decodes with the same code."""
 
     def source_ids(self, ids):
         """Token ids (no eos) -> source sequence: ids + eos, truncated to max_len."""
         ids = list(ids)
-        max_len = self.arch["max_len"]
+        max_len = self.max_len
         if len(ids) + 1 > max_len:
             ids = ids[: max_len - 1]
         return ids + [self.special["eos"]]
@@ -216,6 +498,17 @@ class TranslationTransformer(nn.Module):
         return self.forward(src, tgt).numpy().astype(np.float32)
 
     @torch.no_grad()
+    def encode_states(self, src_lines):
+        """Encoder output for id lines built like translate's sources (ids + eos,
+        truncated, right-padded): numpy float32 [B, L, d_model], L = longest
+        source incl. eos. Rows at positions >= a line's length are exactly zero."""
+        rows = [self.source_ids(s) for s in src_lines]
+        states = self.encode(self.pad_batch(rows)).numpy().astype(np.float32)
+        for b, r in enumerate(rows):
+            states[b, len(r):] = 0.0
+        return states
+
+    @torch.no_grad()
     def next_logits(self, src_ids, prefixes):
         """Logits of the last position for each prefix (all equal length), one source row."""
         src = torch.tensor([self.source_ids(src_ids)], dtype=torch.long)
@@ -225,71 +518,98 @@ class TranslationTransformer(nn.Module):
         logits = self.decode(tgt, mem.expand(n, -1, -1), src.expand(n, -1))
         return logits[:, -1, :].numpy().astype(np.float32)
 
-    def _disallowed(self, generated, min_length):
-        s = self.special
-        bad = [s["pad"], s["bos"]]
-        if generated < min_length:
-            bad.append(s["eos"])
-        return bad
-
     def greedy(self, src_ids, min_length=0, max_length=20, margins=None):
-        """Greedy decoding of one source line. Returns generated ids (no bos/eos).
-        If `margins` is a list, appends best-minus-second-best allowed logit per step."""
-        s = self.special
-        out = []
-        for _ in range(max_length):
-            logits = self.next_logits(src_ids, [[s["bos"]] + out])[0].astype(np.float64)
-            logits[self._disallowed(len(out), min_length)] = -np.inf
-            tok = int(np.argmax(logits))  # first maximum = lowest id on ties
-            if margins is not None:
-                margins.append(logits[tok] - np.max(np.delete(logits, tok)))
-            if tok == s["eos"]:
-                break
-            out.append(tok)
-        return out
+        """Greedy decoding of one source line (see greedy_search)."""
+        return greedy_search(lambda p: self.next_logits(src_ids, p), self.special,
+                             min_length, max_length, margins)
 
     def beam(self, src_ids, beam_size, alpha=1.0, min_length=0, max_length=20, n_best=None,
              margins=None):
-        """Beam search of one source line as in DESIGN.md.
-        Returns [(ids, normalised_score)] best first (at most n_best, default beam_size).
-        If `margins` is a list, appends score gaps at every decision boundary."""
-        s, K = self.special, beam_size
-        active = [([], 0.0)]             # (generated ids, summed log-prob)
-        finished = []                    # (norm score, finish order, ids)
-        for step in range(max_length):
-            L = step + 1                 # generated tokens incl. this step's token
-            logits = torch.from_numpy(self.next_logits(src_ids, [[s["bos"]] + h for h, _ in active]))
-            logp = torch.log_softmax(logits, dim=-1).numpy().astype(np.float64)
-            logp[:, self._disallowed(step, min_length)] = -np.inf
-            cands = [(sc + logp[h, v], h, v) for h, (_, sc) in enumerate(active)
-                     for v in range(logp.shape[1])]
-            cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-            top = cands[: 2 * K]
-            nxt, last_taken = [], None
-            for rank, (score, h, v) in enumerate(top):
-                if v == s["eos"]:
-                    if rank < K:
-                        finished.append((score / L ** alpha, len(finished), active[h][0]))
-                elif len(nxt) < K:
-                    nxt.append((active[h][0] + [v], score))
-                    last_taken = rank
-            if margins is not None:
-                cuts = {K - 1, 2 * K - 1} | ({last_taken} if last_taken is not None else set())
-                for r in cuts:
-                    if r + 1 < len(cands) and np.isfinite(cands[r][0]):
-                        margins.append(cands[r][0] - cands[r + 1][0])
-            if len(finished) >= K:
-                break
-            active = nxt
-        else:  # reached max_length with fewer than K finished
-            for ids, score in active:
-                finished.append((score / max(max_length, 1) ** alpha, len(finished), ids))
-        finished.sort(key=lambda f: (-f[0], f[1]))
-        n = n_best or K
-        if margins is not None:
-            for i in range(min(n, len(finished) - 1)):
-                margins.append(finished[i][0] - finished[i + 1][0])
-        return [(ids, float(sc)) for sc, _, ids in finished[:n]]
+        """Beam search of one source line (see beam_search)."""
+        return beam_search(lambda p: self.next_logits(src_ids, p), self.special, beam_size,
+                           alpha, min_length, max_length, n_best, margins)
+
+
+class TranslationTransformer(nn.Module, DecodingMixin):
+    """The reference model. `arch` is model.json's architecture object.
+    With num_decoder_layers 0 it is encoder-only: no decoder_embedding,
+    decoder layers or output projection (tgt_vocab_size is then ignored)."""
+
+    def __init__(self, arch, src_vocab_size, tgt_vocab_size, special=None):
+        super().__init__()
+        self.arch = dict(arch)
+        self.special = dict(special or DEFAULT_SPECIAL)
+        a = self.arch
+        d = a["d_model"]
+        if d % a["num_heads"] != 0 or d % 2 != 0:
+            raise ValueError("num_heads must divide d_model and d_model must be even")
+        if a["activation"] not in ("relu", "gelu"):
+            raise ValueError(f"architecture.activation: expected \"relu\" or \"gelu\", "
+                             f"got {a['activation']!r}")
+        enc, dec, enc_final, dec_final = resolve_architecture(a)
+        self.encoder_recipe, self.decoder_recipe = enc, dec
+        self.encoder_final_norm, self.decoder_final_norm = enc_final, dec_final
+        self.encoder_embedding = nn.Embedding(src_vocab_size, d)
+        if dec is not None:
+            self.decoder_embedding = nn.Embedding(tgt_vocab_size, d)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(a, enc) for _ in range(a["num_encoder_layers"]))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(a, dec) for _ in range(a["num_decoder_layers"]))
+        if enc_final:
+            self.encoder_norm = nn.LayerNorm(d, eps=a["layer_norm_eps"])
+        if dec_final:
+            self.decoder_norm = nn.LayerNorm(d, eps=a["layer_norm_eps"])
+        if dec is not None:
+            self.linear = nn.Linear(d, tgt_vocab_size)
+
+    @property
+    def has_decoder(self):
+        return self.decoder_recipe is not None
+
+    @property
+    def max_len(self):
+        return self.arch["max_len"]
+
+    @property
+    def src_vocab_size(self):
+        return self.encoder_embedding.num_embeddings
+
+    @property
+    def tgt_vocab_size(self):
+        return self.linear.out_features if self.has_decoder else None
+
+    def _embed(self, table, ids):
+        d = self.arch["d_model"]
+        scale = math.sqrt(d) if self.arch["embedding_scale"] else 1.0
+        return table(ids) * scale + positional_encoding(ids.shape[1], d)[None]
+
+    def encode(self, src):
+        """src: LongTensor [B,S] (eos appended, right-padded)."""
+        pad = self.special["pad"]
+        S = src.shape[1]
+        mask = (src == pad)[:, None, :].expand(-1, S, -1)
+        x = self._embed(self.encoder_embedding, src)
+        for layer in self.encoder_layers:
+            x = layer(x, mask)
+        return self.encoder_norm(x) if self.encoder_final_norm else x
+
+    def decode(self, tgt, mem, src):
+        """tgt [B,T] (starts with bos, right-padded) -> logits [B,T,V]."""
+        if not self.has_decoder:
+            raise ValueError("this model is encoder-only (num_decoder_layers is 0)")
+        pad = self.special["pad"]
+        T = tgt.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        self_mask = causal[None] | (tgt == pad)[:, None, :]
+        cross_mask = (src == pad)[:, None, :].expand(-1, T, -1)
+        x = self._embed(self.decoder_embedding, tgt)
+        for layer in self.decoder_layers:
+            x = layer(x, mem, self_mask, cross_mask)
+        if self.decoder_final_norm:
+            x = self.decoder_norm(x)
+        return self.linear(x)
+
+    def forward(self, src, tgt):
+        return self.decode(tgt, self.encode(src), src)
 
 
 # --------------------------------------------------------------------------- init
@@ -314,7 +634,8 @@ def random_init(model, seed, eos_bias=0.0, qk_gain=1.0, out_gain=1.0):
             normal(p, gain / math.sqrt(p.shape[1]))
         else:
             normal(p, 0.1)
-    model.linear.bias[model.special["eos"]] += eos_bias
+    if model.has_decoder:
+        model.linear.bias[model.special["eos"]] += eos_bias
     return model
 
 
@@ -375,28 +696,65 @@ def vocab_tokens(size, prefix):
     return SPECIAL_NAMES + [f"{prefix}{i}" for i in range(len(SPECIAL_NAMES), size)]
 
 
-def export(model, out_dir, src_vocab_size=None, tgt_vocab_size=None, arch=None):
-    """Write model.json, src.vocab, tgt.vocab and model.safetensors into out_dir."""
+def architecture_fields(arch):
+    """The architecture object as model.json writes it: the version-1 fields
+    in their order (`norm` only when set), then the recipe fields that are set."""
+    out = {k: arch[k] for k in ARCH_FIELDS if k in arch}
+    out.update({k: arch[k] for k in OPTIONAL_ARCH_FIELDS if k in arch})
+    return out
+
+
+def export(model, out_dir, src_vocab_size=None, tgt_vocab_size=None, arch=None, dtype="F32",
+           src_tokenizer="char", tgt_tokenizer="word"):
+    """Write model.json, src.vocab, tgt.vocab and model.safetensors into out_dir.
+    An encoder-only model has no target side: no `target` field, no tgt.vocab."""
     arch = dict(arch or model.arch)
     src_vocab_size = src_vocab_size or model.src_vocab_size
     tgt_vocab_size = tgt_vocab_size or model.tgt_vocab_size
     os.makedirs(out_dir, exist_ok=True)
     desc = {
         "format": "tfm-model", "version": 1,
-        "architecture": {k: arch[k] for k in ARCH_FIELDS},
-        "source": {"vocab": "src.vocab", "tokenizer": "char"},
-        "target": {"vocab": "tgt.vocab", "tokenizer": "word"},
+        "architecture": architecture_fields(arch),
+        "source": {"vocab": "src.vocab", "tokenizer": src_tokenizer},
+        "target": {"vocab": "tgt.vocab", "tokenizer": tgt_tokenizer},
         "special_tokens": dict(model.special),
         "weights": "model.safetensors",
     }
+    vocabs = [("src.vocab", src_vocab_size, "s"), ("tgt.vocab", tgt_vocab_size, "t")]
+    if not model.has_decoder:
+        del desc["target"]
+        vocabs = vocabs[:1]
     with open(os.path.join(out_dir, "model.json"), "w") as f:
         json.dump(desc, f, indent=2)
         f.write("\n")
-    for fname, size, prefix in (("src.vocab", src_vocab_size, "s"), ("tgt.vocab", tgt_vocab_size, "t")):
+    for fname, size, prefix in vocabs:
         with open(os.path.join(out_dir, fname), "w") as f:
             f.write("\n".join(vocab_tokens(size, prefix)) + "\n")
-    tensors = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors)
+    tensors = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, dtype=dtype)
+
+
+def _arch_from_json(arch):
+    """Type-check and convert model.json's architecture object (unknown fields are errors)."""
+    if not isinstance(arch, dict):
+        raise ValueError("architecture must be a JSON object")
+    arch = dict(arch)
+    for k in arch:
+        if k not in ARCH_FIELDS and k not in OPTIONAL_ARCH_FIELDS:
+            raise ValueError(f"unknown field 'architecture.{k}'")
+    for k, typ in ARCH_FIELDS.items():
+        if k not in arch:
+            if k == "norm":  # optional when recipes cover every stack (resolve_architecture)
+                continue
+            raise ValueError(f"architecture.{k} missing")
+        arch[k] = typ(arch[k])
+    for k, typ in OPTIONAL_ARCH_FIELDS.items():
+        if k in arch and not isinstance(arch[k], typ):
+            raise ValueError(f"architecture.{k}: expected a {'string' if typ is str else 'boolean'}, "
+                             f"got {arch[k]!r}")
+    if arch["positional_encoding"] != "sinusoidal":
+        raise ValueError("only sinusoidal positional encoding is supported")
+    return arch
 
 
 def load(path):
@@ -407,16 +765,18 @@ def load(path):
         desc = json.load(f)
     if desc.get("format") != "tfm-model" or desc.get("version") != 1:
         raise ValueError("not a tfm-model version 1 description")
-    arch = desc["architecture"]
-    for k, typ in ARCH_FIELDS.items():
-        if k not in arch:
-            raise ValueError(f"architecture.{k} missing")
-        arch[k] = typ(arch[k])
-    if arch["positional_encoding"] != "sinusoidal":
-        raise ValueError("only sinusoidal positional encoding is supported")
+    arch = _arch_from_json(desc.get("architecture"))
+    encoder_only = arch["num_decoder_layers"] == 0
+    if encoder_only and "target" in desc:
+        raise ValueError("an encoder-only model (num_decoder_layers 0) has no 'target' field")
+    if not encoder_only and "target" not in desc:
+        raise ValueError("missing field 'target'")
     weights = read_safetensors(os.path.join(base, desc["weights"]))
+    for name in ["encoder_embedding.weight"] + ([] if encoder_only else ["decoder_embedding.weight"]):
+        if name not in weights:
+            raise ValueError(f"missing tensor '{name}'")
     src_v = weights["encoder_embedding.weight"].shape[0]
-    tgt_v = weights["decoder_embedding.weight"].shape[0]
+    tgt_v = None if encoder_only else weights["decoder_embedding.weight"].shape[0]
     model = TranslationTransformer(arch, src_v, tgt_v, desc.get("special_tokens"))
     expected = model.state_dict()
     missing = sorted(set(expected) - set(weights))

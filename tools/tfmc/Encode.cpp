@@ -1,0 +1,92 @@
+//===- Encode.cpp - tfmc encode: encoder states as .npy -------------------===//
+//
+// tfmc encode MODEL.json --src IDS -o STATES.npy
+//
+// Works for encoder-only models (num_decoder_layers 0) and for the encoder
+// of a translation model alike.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tfmc/Command.h"
+
+#include "frontends/model/Model.h"
+#include "runtime/io/Npy.h"
+
+namespace cl = llvm::cl;
+
+namespace tfmc::driver {
+namespace {
+
+class EncodeCommand : public Command {
+public:
+  explicit EncodeCommand(cl::OptionCategory &cat)
+      : sub("encode", "Encoder output [B, L, d_model] of source id lines as "
+                      ".npy"),
+        model(cl::Positional, cl::desc("MODEL.json"), cl::Required,
+              cl::sub(sub), cl::cat(cat)),
+        output("o", cl::desc("Output .npy file"), cl::value_desc("FILE"),
+               cl::init(""), cl::sub(sub), cl::cat(cat)),
+        srcFile("src",
+                cl::desc("Source ids, one row per line (eos is appended, "
+                         "rows right-padded as in translate)"),
+                cl::value_desc("IDS"), cl::Required, cl::sub(sub),
+                cl::cat(cat)),
+        dumpIR("dump-ir",
+               cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
+               cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
+               cl::cat(cat)),
+        kernels(sub, cat) {}
+
+  cl::SubCommand &subcommand() override { return sub; }
+
+  int run() override {
+    if (output.empty())
+      return fail("encode needs -o STATES.npy");
+    auto library = kernels.useLibrary();
+    if (!library)
+      return fail(library.takeError());
+    auto loaded = frontend::loadModel(model);
+    if (!loaded)
+      return fail(loaded.takeError());
+    auto src = readIdFile(srcFile, loaded->sourceVocab.size());
+    if (!src)
+      return fail(src.takeError());
+    if (src->empty())
+      return fail(srcFile + ": no source lines");
+    runtime::SessionOptions sessionOptions;
+    sessionOptions.useLibraryKernels = *library;
+    sessionOptions.dumpDir = dumpIR;
+    sessionOptions.translation = false;
+    sessionOptions.teacherForcing = false;
+    sessionOptions.encoderStates = true;
+    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    if (!session)
+      return fail(session.takeError());
+    int64_t limit = (*session)->maxSourceTokens();
+    for (size_t i = 0; i < src->size(); ++i)
+      if (static_cast<int64_t>((*src)[i].size()) > limit)
+        llvm::errs() << "warning: " << srcFile << ": line " << i + 1 << ": "
+                     << (*src)[i].size() << " ids, truncated to " << limit
+                     << " (max_len " << limit + 1 << " with eos)\n";
+    auto states = (*session)->encode(*src);
+    if (!states)
+      return fail(states.takeError());
+    if (llvm::Error e = runtime::writeNpy(
+            output, {states->batch, states->length, states->dModel},
+            states->values))
+      return fail(std::move(e));
+    return 0;
+  }
+
+private:
+  cl::SubCommand sub;
+  cl::opt<std::string> model, output, srcFile, dumpIR;
+  KernelsOption kernels;
+};
+
+} // namespace
+
+std::unique_ptr<Command> createEncodeCommand(cl::OptionCategory &cat) {
+  return std::make_unique<EncodeCommand>(cat);
+}
+
+} // namespace tfmc::driver

@@ -1,0 +1,101 @@
+//===- Forward.cpp - tfmc forward: teacher-forced logits as .npy ----------===//
+//
+// tfmc forward MODEL.json --src IDS --tgt IDS -o LOGITS.npy
+//              [--output logits|log-probs|probs]
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tfmc/Command.h"
+
+#include "frontends/model/Model.h"
+#include "runtime/io/Npy.h"
+
+namespace cl = llvm::cl;
+
+namespace tfmc::driver {
+namespace {
+
+class ForwardCommand : public Command {
+public:
+  explicit ForwardCommand(cl::OptionCategory &cat)
+      : sub("forward",
+            "Teacher-forced logits of source/target id files as .npy"),
+        model(cl::Positional, cl::desc("MODEL.json"), cl::Required,
+              cl::sub(sub), cl::cat(cat)),
+        output("o", cl::desc("Output .npy file"), cl::value_desc("FILE"),
+               cl::init(""), cl::sub(sub), cl::cat(cat)),
+        srcFile("src", cl::desc("Source ids, one row per line"),
+                cl::value_desc("IDS"), cl::Required, cl::sub(sub),
+                cl::cat(cat)),
+        tgtFile("tgt",
+                cl::desc("Target ids, one row per line, starting with bos"),
+                cl::value_desc("IDS"), cl::Required, cl::sub(sub),
+                cl::cat(cat)),
+        head("output",
+             cl::desc("What to write: 'logits' (default), 'log-probs' "
+                      "(log_softmax) or 'probs' (softmax) over the target "
+                      "vocabulary"),
+             cl::value_desc("KIND"), cl::init("logits"), cl::sub(sub),
+             cl::cat(cat)),
+        kernels(sub, cat) {}
+
+  cl::SubCommand &subcommand() override { return sub; }
+
+  int run() override {
+    if (output.empty())
+      return fail("forward needs -o LOGITS.npy");
+    auto library = kernels.useLibrary();
+    if (!library)
+      return fail(library.takeError());
+    runtime::LogitsOutput kind;
+    if (head == "logits")
+      kind = runtime::LogitsOutput::Logits;
+    else if (head == "log-probs")
+      kind = runtime::LogitsOutput::LogProbs;
+    else if (head == "probs")
+      kind = runtime::LogitsOutput::Probs;
+    else
+      return fail("--output: expected 'logits', 'log-probs' or 'probs', got "
+                  "'" +
+                  head + "'");
+    auto loaded = frontend::loadModel(model);
+    if (!loaded)
+      return fail(loaded.takeError());
+    if (loaded->desc.arch.encoderOnly())
+      return fail(model + ": forward needs a decoder, but this is an "
+                          "encoder-only model (num_decoder_layers is 0); "
+                          "use 'tfmc encode'");
+    auto src = readIdFile(srcFile, loaded->sourceVocab.size());
+    if (!src)
+      return fail(src.takeError());
+    auto tgt = readIdFile(tgtFile, loaded->targetVocab.size());
+    if (!tgt)
+      return fail(tgt.takeError());
+    runtime::SessionOptions sessionOptions;
+    sessionOptions.useLibraryKernels = *library;
+    sessionOptions.translation = false;
+    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    if (!session)
+      return fail(session.takeError());
+    auto logits = (*session)->forward(*src, *tgt, kind);
+    if (!logits)
+      return fail(logits.takeError());
+    if (llvm::Error e = runtime::writeNpy(
+            output, {logits->batch, logits->steps, logits->vocab},
+            logits->values))
+      return fail(std::move(e));
+    return 0;
+  }
+
+private:
+  cl::SubCommand sub;
+  cl::opt<std::string> model, output, srcFile, tgtFile, head;
+  KernelsOption kernels;
+};
+
+} // namespace
+
+std::unique_ptr<Command> createForwardCommand(cl::OptionCategory &cat) {
+  return std::make_unique<ForwardCommand>(cat);
+}
+
+} // namespace tfmc::driver

@@ -1,0 +1,177 @@
+//===- Translate.cpp - tfmc translate: text or ids, one line each ---------===//
+//
+// tfmc translate MODEL.json [-i FILE] [-o FILE] [--ids] [--batch-size N]
+//                [--beam-size N] [--length-penalty A] [--n-best N] ...
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tfmc/Command.h"
+
+#include "frontends/model/Model.h"
+#include "runtime/session/Translator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+namespace cl = llvm::cl;
+
+namespace tfmc::driver {
+namespace {
+
+class TranslateCommand : public Command {
+public:
+  explicit TranslateCommand(cl::OptionCategory &cat)
+      : sub("translate", "Translate sentences, one per line"),
+        model(cl::Positional, cl::desc("MODEL.json"), cl::Required,
+              cl::sub(sub), cl::cat(cat)),
+        output("o", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("FILE"), cl::init(""), cl::sub(sub),
+               cl::cat(cat)),
+        dumpIR("dump-ir",
+               cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
+               cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
+               cl::cat(cat)),
+        input("i", cl::desc("Input file (default: stdin)"),
+              cl::value_desc("FILE"), cl::init(""), cl::sub(sub),
+              cl::cat(cat)),
+        ids("ids", cl::desc("Lines are space-separated token ids"),
+            cl::sub(sub), cl::cat(cat)),
+        replaceUnk("replace-unk",
+                   cl::desc("Write the k-th <unk> of a translation as the "
+                            "source text of the k-th unknown source token "
+                            "(text mode)"),
+                   cl::sub(sub), cl::cat(cat)),
+        batchSize("batch-size", cl::desc("Sentences per batch"), cl::init(32),
+                  cl::sub(sub), cl::cat(cat)),
+        maxLength("max-length",
+                  cl::desc("Most tokens generated per sentence, eos "
+                           "included"),
+                  cl::init(256), cl::sub(sub), cl::cat(cat)),
+        minLength("min-length", cl::desc("Fewest tokens before eos is allowed"),
+                  cl::init(0), cl::sub(sub), cl::cat(cat)),
+        beamSize("beam-size", cl::desc("Beam width (1 = greedy)"), cl::init(1),
+                 cl::sub(sub), cl::cat(cat)),
+        lengthPenalty("length-penalty",
+                      cl::desc("Beam scores are divided by length^A"),
+                      cl::value_desc("A"), cl::init(1.0), cl::sub(sub),
+                      cl::cat(cat)),
+        nBest("n-best",
+              cl::desc("Write the N best hypotheses per input as "
+                       "'i ||| translation ||| score'"),
+              cl::value_desc("N"), cl::init(0), cl::sub(sub), cl::cat(cat)),
+        scores("scores", cl::desc("Write 'i ||| translation ||| score' lines"),
+               cl::sub(sub), cl::cat(cat)),
+        stats("stats",
+              cl::desc("Print load/JIT, encoder and decoder times and "
+                       "tokens/s to stderr"),
+              cl::sub(sub), cl::cat(cat)),
+        threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
+                cl::sub(sub), cl::cat(cat)),
+        kernels(sub, cat) {}
+
+  cl::SubCommand &subcommand() override { return sub; }
+
+  int run() override {
+    auto library = kernels.useLibrary();
+    if (!library)
+      return fail(library.takeError());
+    if (batchSize < 1)
+      return fail("--batch-size must be at least 1");
+    if (maxLength < 1)
+      return fail("--max-length must be at least 1");
+    if (minLength < 0)
+      return fail("--min-length must not be negative");
+    if (beamSize < 1)
+      return fail("--beam-size must be at least 1");
+    if (nBest < 0 || nBest > beamSize)
+      return fail("--n-best must be between 1 and --beam-size");
+    if (!(lengthPenalty >= 0.0))
+      return fail("--length-penalty must not be negative");
+    if (threads < 1)
+      return fail("--threads must be at least 1");
+    std::ifstream file;
+    if (!input.empty()) {
+      file.open(input);
+      if (!file)
+        return fail(input + ": cannot open file");
+    }
+    runtime::SessionOptions sessionOptions;
+    sessionOptions.dumpDir = dumpIR;
+    sessionOptions.threads = threads;
+    sessionOptions.useLibraryKernels = *library;
+    sessionOptions.teacherForcing = false;
+    auto loadStart = std::chrono::steady_clock::now();
+    auto loaded = frontend::loadModel(model);
+    if (!loaded)
+      return fail(loaded.takeError());
+    if (loaded->desc.arch.encoderOnly())
+      return fail(model + ": translation needs a decoder, but this is an "
+                          "encoder-only model (num_decoder_layers is 0); "
+                          "use 'tfmc encode'");
+    // Text mode: the tokenizers (and their model files) are checked before
+    // the model is compiled, so a bad one is reported at once.
+    std::optional<runtime::TextTokenizers> tokenizers;
+    if (!ids) {
+      auto created = runtime::createTextTokenizers(*loaded);
+      if (!created)
+        return fail(created.takeError());
+      tokenizers = std::move(*created);
+    }
+    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    if (!session)
+      return fail(session.takeError());
+    double loadSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - loadStart)
+                             .count();
+    auto os = openOutput(output);
+    if (!os)
+      return fail(os.takeError());
+    runtime::TranslateOptions options;
+    options.replaceUnknown = replaceUnk;
+    options.batchSize = batchSize;
+    options.search.maxLength = maxLength;
+    options.search.minLength = minLength;
+    options.search.beamSize = beamSize;
+    options.search.lengthPenalty = lengthPenalty;
+    options.scores = scores || nBest > 0;
+    options.nBest = nBest > 0 ? int64_t(nBest) : 1;
+    auto result = runtime::translateStream(
+        **session, tokenizers ? &*tokenizers : nullptr,
+        input.empty() ? std::cin : file, **os, llvm::errs(), options);
+    if (!result)
+      return fail(result.takeError());
+    if (stats) {
+      const runtime::Session &s = **session;
+      double decode = s.decodeSeconds();
+      llvm::errs() << llvm::formatv(
+          "tfmc: {0} lines, {1} tokens; load+compile {2:f3} s (JIT {3:f3} "
+          "s), encode {4:f3} s, decode {5:f3} s, {6:f1} tokens/s\n",
+          result->lines, result->generatedTokens, loadSeconds,
+          s.compiled().compileSeconds(), s.encodeSeconds(), decode,
+          decode > 0 ? result->generatedTokens / decode : 0.0);
+    }
+    return result->badLines ? 1 : 0;
+  }
+
+private:
+  cl::SubCommand sub;
+  cl::opt<std::string> model, output, dumpIR, input;
+  cl::opt<bool> ids, replaceUnk;
+  cl::opt<int64_t> batchSize, maxLength, minLength, beamSize;
+  cl::opt<double> lengthPenalty;
+  cl::opt<int64_t> nBest;
+  cl::opt<bool> scores, stats;
+  cl::opt<int> threads;
+  KernelsOption kernels;
+};
+
+} // namespace
+
+std::unique_ptr<Command> createTranslateCommand(cl::OptionCategory &cat) {
+  return std::make_unique<TranslateCommand>(cat);
+}
+
+} // namespace tfmc::driver
