@@ -10,6 +10,7 @@ self-attention, masked scores set to -1e9 before the softmax, the sinusoidal
 positional table of tfm_reference, an optional sqrt(d_model) embedding scale.
 
 * PerHeadTranslationTransformer  seed 000 (one nn.Linear per head, GELU FFN)
+* TutorialTransformer            seed 001 (DESIGN.md's names, post-norm, ReLU)
 * SeedEncoder                    seed 002 (encoder only: token ids -> states)
 * TorchTransformerTranslator     a translator around torch.nn.Transformer
 
@@ -24,6 +25,7 @@ Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
 import math
 import os
 import sys
+import warnings
 
 import torch
 import torch.nn as nn
@@ -33,6 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfm_reference as ref  # noqa: E402
 
 NEG_MASK = ref.NEG_MASK
+
+# torch 1.13's nn.TransformerEncoder takes a nested-tensor fast path in eval
+# mode and warns that the API is a prototype; the results are the same.
+warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
 
 
 def padding_masks(src, tgt, pad):
@@ -208,6 +214,139 @@ class PerHeadTranslationTransformer(nn.Module, ref.DecodingMixin):
     def probs(self, src, tgt):
         """What the seed's forward returned: the softmax of the logits."""
         return self.predict_word[1](self.forward(src, tgt))
+
+
+# --------------------------------------------------------------------------- seed 001
+
+
+class TutorialAttention(nn.Module):
+    """Seed 001's MultiHeadAttention: query/key/value/output_linear, heads
+    split by view. The mask keeps positions where it is True (the seed's
+    convention). Fixed: masked scores are replaced by -1e9 (the seed added
+    masked_fill's result to the scores, doubling the unmasked ones)."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.depth = d_model // num_heads
+        self.query_linear = nn.Linear(d_model, d_model)
+        self.key_linear = nn.Linear(d_model, d_model)
+        self.value_linear = nn.Linear(d_model, d_model)
+        self.output_linear = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x):
+        B, T, d = x.size()
+        return x.view(B, T, self.num_heads, self.depth).transpose(1, 2)
+
+    def forward(self, query, key, value, keep):
+        q = self.split_heads(self.query_linear(query))
+        k = self.split_heads(self.key_linear(key))
+        v = self.split_heads(self.value_linear(value))
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.depth)
+        scores = scores.masked_fill(keep == 0, NEG_MASK)
+        out = torch.matmul(torch.softmax(scores, dim=-1), v)
+        B, _, T, _ = out.size()
+        return self.output_linear(out.transpose(1, 2).contiguous().view(B, T, -1))
+
+
+class TutorialFeedForward(nn.Module):
+    """Seed 001's FeedForward: linear2(relu(linear1(x)))."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class TutorialEncoderLayer(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, eps):
+        super().__init__()
+        self.self_attention = TutorialAttention(d_model, num_heads)
+        self.feed_forward = TutorialFeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(self, x, mask):
+        x = self.norm1(x + self.self_attention(x, x, x, mask))
+        return self.norm2(x + self.feed_forward(x))
+
+
+class TutorialDecoderLayer(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, eps):
+        super().__init__()
+        self.masked_self_attention = TutorialAttention(d_model, num_heads)
+        self.enc_dec_attention = TutorialAttention(d_model, num_heads)
+        self.feed_forward = TutorialFeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(self, x, mem, src_mask, tgt_mask):
+        x = self.norm1(x + self.masked_self_attention(x, x, x, tgt_mask))
+        x = self.norm2(x + self.enc_dec_attention(x, mem, mem, src_mask))
+        return self.norm3(x + self.feed_forward(x))
+
+
+class TutorialTransformer(nn.Module, ref.DecodingMixin):
+    """Seed 001's Transformer (DESIGN.md's default names), post-norm, ReLU:
+    encoder_embedding, decoder_embedding, positional_encoding.pe (buffer
+    [1, max_len, d_model], as in the seed), encoder_layers.{i}.*,
+    decoder_layers.{i}.*, linear. Fixed: scores are masked, not doubled; the
+    target mask hides padding *keys* (the seed's hid padding query rows)."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, max_len,
+                 dropout=0.0, layer_norm_eps=1e-5, special=None):
+        super().__init__()
+        self.special = dict(special or ref.DEFAULT_SPECIAL)
+        self.max_seq_len = max_len
+        self.encoder_embedding = nn.Embedding(src_vocab_size, d_model)
+        self.decoder_embedding = nn.Embedding(tgt_vocab_size, d_model)
+        self.positional_encoding = nn.Module()
+        self.positional_encoding.register_buffer("pe", ref.positional_encoding(max_len, d_model)[None])
+        args = (d_model, num_heads, d_ff, layer_norm_eps)
+        self.encoder_layers = nn.ModuleList(TutorialEncoderLayer(*args) for _ in range(num_layers))
+        self.decoder_layers = nn.ModuleList(TutorialDecoderLayer(*args) for _ in range(num_layers))
+        self.linear = nn.Linear(d_model, tgt_vocab_size)
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def max_len(self):
+        return self.max_seq_len
+
+    def output_layer(self):
+        return self.linear
+
+    def generate_mask(self, src, tgt):
+        """Keep-masks (True = attend): src [B,1,1,S]; tgt [B,1,T,T] causal and not pad keys."""
+        pad = self.special["pad"]
+        src_mask = (src != pad).unsqueeze(1).unsqueeze(2)
+        T = tgt.size(1)
+        nopeak = (1 - torch.triu(torch.ones(1, T, T), diagonal=1)).bool()
+        tgt_mask = (tgt != pad).unsqueeze(1).unsqueeze(2) & nopeak
+        return src_mask, tgt_mask
+
+    def _embed(self, table, ids):
+        return self.dropout(table(ids) + self.positional_encoding.pe[:, : ids.size(1)])
+
+    def encode(self, src):
+        src_mask = (src != self.special["pad"]).unsqueeze(1).unsqueeze(2)
+        x = self._embed(self.encoder_embedding, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x
+
+    def decode(self, tgt, mem, src):
+        src_mask, tgt_mask = self.generate_mask(src, tgt)
+        y = self._embed(self.decoder_embedding, tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, mem, src_mask, tgt_mask)
+        return self.linear(y)
+
+    def forward(self, src, tgt):
+        return self.decode(tgt, self.encode(src), src)
 
 
 # --------------------------------------------------------------------------- seed 002

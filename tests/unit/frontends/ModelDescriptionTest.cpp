@@ -242,8 +242,9 @@ TEST(ModelDescriptionTest, WrongTypes) {
 }
 
 TEST(ModelDescriptionTest, OutOfRangeValues) {
-  for (const char *key : {"d_model", "num_heads", "num_encoder_layers",
-                          "num_decoder_layers", "d_ff", "max_len"}) {
+  // (num_decoder_layers may be 0: an encoder-only model, see EncoderOnly.)
+  for (const char *key :
+       {"d_model", "num_heads", "num_encoder_layers", "d_ff", "max_len"}) {
     EXPECT_EQ(
         errorOf([&](json::Object &o) { sub(o, "architecture")[key] = 0; }),
         std::string("m/model.json: field 'architecture.") + key +
@@ -326,6 +327,99 @@ TEST(ModelDescriptionTest, SpecialTokensMustBeDistinct) {
       errorOf([](json::Object &o) { sub(o, "special_tokens")["eos"] = 1; }),
       "m/model.json: field 'special_tokens.eos': id 1 is also used by "
       "'special_tokens.bos'");
+}
+
+TEST(ModelDescriptionTest, BlockRecipes) {
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    json::Object &a = sub(o, "architecture");
+    a.erase("norm");
+    a["encoder_layer"] =
+        "x = x + self_attn(x); x = x + ffn(norm1(x)); x = norm2(x)";
+    a["decoder_layer"] = "x = x + self_attn(x); x = x + ffn(norm1(x)); "
+                         "x = x + cross_attn(norm2(x)); x = norm3(x)";
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  const Architecture &a = desc->arch;
+  EXPECT_FALSE(a.norm.has_value());
+  EXPECT_EQ(a.layerRecipe(LayerKind::Encoder).str(),
+            "x = x + self_attn(x); x = x + ffn(norm1(x)); x = norm2(x)");
+  EXPECT_EQ(a.layerRecipe(LayerKind::Decoder).norms().size(), 3u);
+  // No "norm" and no flags: no final norms.
+  EXPECT_FALSE(a.finalNorm(LayerKind::Encoder));
+  EXPECT_FALSE(a.finalNorm(LayerKind::Decoder));
+}
+
+TEST(ModelDescriptionTest, ShorthandAndFinalNormDefaults) {
+  Expected<ModelDescription> pre = parseEdited(
+      [](json::Object &o) { sub(o, "architecture")["norm"] = "pre"; });
+  ASSERT_TRUE(bool(pre)) << toString(pre.takeError());
+  EXPECT_TRUE(pre->arch.finalNorm(LayerKind::Encoder));
+  EXPECT_EQ(pre->arch.layerRecipe(LayerKind::Encoder).str(),
+            preNormRecipe(LayerKind::Encoder).str());
+  // torch.nn.Transformer: post-norm layers with both final norms; a recipe
+  // for one stack, the shorthand for the other.
+  Expected<ModelDescription> mixed = parseEdited([](json::Object &o) {
+    json::Object &a = sub(o, "architecture");
+    a["encoder_final_norm"] = true;
+    a["decoder_final_norm"] = false;
+    a["encoder_layer"] = "x = norm2(x + ffn(norm1(x + self_attn(x))))";
+  });
+  ASSERT_TRUE(bool(mixed)) << toString(mixed.takeError());
+  EXPECT_TRUE(mixed->arch.finalNorm(LayerKind::Encoder));
+  EXPECT_FALSE(mixed->arch.finalNorm(LayerKind::Decoder));
+  EXPECT_EQ(mixed->arch.layerRecipe(LayerKind::Decoder).str(),
+            postNormRecipe(LayerKind::Decoder).str());
+}
+
+TEST(ModelDescriptionTest, RecipeErrors) {
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["encoder_layer"] = "x = ffn(x) +";
+            }),
+            "m/model.json: field 'architecture.encoder_layer': column 13: "
+            "expected a value or a sublayer, found the end of the recipe");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["decoder_layer"] = 3;
+            }),
+            "m/model.json: field 'architecture.decoder_layer': expected a "
+            "non-empty string, got 3");
+  // "norm" may only be left out when every stack has a recipe.
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              json::Object &a = sub(o, "architecture");
+              a.erase("norm");
+              a["encoder_layer"] = "x = x + self_attn(x) + ffn(x)";
+            }),
+            "m/model.json: missing field 'architecture.norm'");
+}
+
+TEST(ModelDescriptionTest, EncoderOnly) {
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    sub(o, "architecture")["num_decoder_layers"] = 0;
+    o.erase("target");
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_TRUE(desc->arch.encoderOnly());
+  EXPECT_FALSE(desc->arch.finalNorm(LayerKind::Decoder));
+
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["num_decoder_layers"] = 0;
+            }),
+            "m/model.json: field 'target': not allowed when "
+            "architecture.num_decoder_layers is 0 (an encoder-only model)");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["num_decoder_layers"] = 0;
+              sub(o, "architecture")["decoder_final_norm"] = true;
+              o.erase("target");
+            }),
+            "m/model.json: field 'architecture.decoder_final_norm': not "
+            "allowed when architecture.num_decoder_layers is 0");
+  // A translation model still needs its target side.
+  EXPECT_EQ(errorOf([](json::Object &o) { o.erase("target"); }),
+            "m/model.json: missing field 'target'");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "architecture")["num_decoder_layers"] = -1;
+            }),
+            "m/model.json: field 'architecture.num_decoder_layers': expected "
+            "a non-negative integer, got -1");
 }
 
 } // namespace

@@ -100,6 +100,35 @@ TEST(ExpectedTensorsTest, LayerCountsScale) {
   EXPECT_EQ(expectedTensors(arch, 5, 5).size(), 2u + 16 * 6 + 26 * 3 + 2);
 }
 
+TEST(ExpectedTensorsTest, RecipeNormsAndFinalNorms) {
+  Architecture arch = tinyArchitecture(NormPlacement::Post);
+  arch.norm = std::nullopt;
+  arch.encoderLayer = *parseLayerRecipe(
+      "h = norm4(x); x = norm7(x + self_attn(h) + ffn(h))", LayerKind::Encoder);
+  arch.decoderLayer = *parseLayerRecipe(
+      "x = x + self_attn(x); x = x + ffn(norm1(x)); "
+      "x = x + cross_attn(norm2(x)); x = norm3(x)",
+      LayerKind::Decoder);
+  arch.decoderFinalNormFlag = true;
+  std::vector<ExpectedTensor> all = expectedTensors(arch, 7, 9);
+  EXPECT_NE(findExpected(all, "encoder_layers.0.norm4.weight"), nullptr);
+  EXPECT_NE(findExpected(all, "encoder_layers.0.norm7.bias"), nullptr);
+  EXPECT_EQ(findExpected(all, "encoder_layers.0.norm1.weight"), nullptr);
+  EXPECT_EQ(findExpected(all, "encoder_norm.weight"), nullptr);
+  EXPECT_NE(findExpected(all, "decoder_layers.1.norm3.weight"), nullptr);
+  EXPECT_NE(findExpected(all, "decoder_norm.bias"), nullptr);
+  EXPECT_EQ(all.size(), 2u + 16 * 1 + 26 * 2 + 2 + 2);
+}
+
+TEST(ExpectedTensorsTest, EncoderOnlyHasNoDecoderSide) {
+  Architecture arch = tinyArchitecture(NormPlacement::Post);
+  arch.numDecoderLayers = 0;
+  std::vector<ExpectedTensor> all = expectedTensors(arch, 7, 0);
+  EXPECT_EQ(all.size(), 1u + 16 * 1);
+  for (const ExpectedTensor &e : all)
+    EXPECT_TRUE(StringRef(e.name).starts_with("encoder_")) << e.name;
+}
+
 class ModelTest : public ::testing::Test {
 protected:
   std::string loadError(const TinyModelOptions &options) {
@@ -137,6 +166,26 @@ TEST_F(ModelTest, LoadsPreNormModel) {
   EXPECT_EQ(model->desc.arch.norm, NormPlacement::Pre);
   EXPECT_EQ(model->weight("encoder_norm.weight").shape,
             (std::vector<int64_t>{4}));
+}
+
+TEST_F(ModelTest, LoadsEncoderOnlyModel) {
+  TinyModelOptions options;
+  options.editDescription = [](json::Object &o) {
+    (*o.getObject("architecture"))["num_decoder_layers"] = 0;
+    o.erase("target");
+  };
+  Expected<Model> model = loadModel(writeTinyModel(dir, options));
+  ASSERT_TRUE(bool(model)) << toString(model.takeError());
+  EXPECT_TRUE(model->desc.arch.encoderOnly());
+  EXPECT_EQ(model->targetVocab.size(), 0);
+  EXPECT_EQ(model->weights->tensors().size(), 17u);
+  // Decoder weights in an encoder-only file are unexpected.
+  options.editTensors = [](std::vector<RawTensor> &tensors) {
+    tensors.push_back({"linear.bias", "F32", {9}, f32Bytes({0, 0, 0, 0, 0, 0,
+                                                            0, 0, 0})});
+  };
+  EXPECT_EQ(loadError(options),
+            weightsPath() + ": unexpected tensor 'linear.bias'");
 }
 
 TEST_F(ModelTest, AcceptsHalfPrecisionWeights) {

@@ -143,11 +143,20 @@ std::string writeTinyModel(const TempDir &dir,
   dir.write("src.vocab", vocabText(options.srcVocab, "s"));
   dir.write("tgt.vocab", vocabText(options.tgtVocab, "t"));
 
+  // The weights follow the (edited) description when it parses (recipes,
+  // encoder-only), else the tiny architecture.
   NormPlacement norm =
       options.norm == "pre" ? NormPlacement::Pre : NormPlacement::Post;
+  Architecture arch = tinyArchitecture(norm);
+  Expected<ModelDescription> parsed =
+      parseModelDescriptionFromString(toText(desc), jsonPath);
+  if (parsed)
+    arch = parsed->arch;
+  else
+    consumeError(parsed.takeError());
   std::vector<RawTensor> tensors;
-  for (const ExpectedTensor &e : expectedTensors(
-           tinyArchitecture(norm), options.srcVocab, options.tgtVocab)) {
+  for (const ExpectedTensor &e :
+       expectedTensors(arch, options.srcVocab, options.tgtVocab)) {
     int64_t n = 1;
     for (int64_t d : e.shape)
       n *= d;
