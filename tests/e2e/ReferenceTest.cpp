@@ -67,7 +67,9 @@ llvm::json::Value readJson(const std::string &path) {
   return std::move(*value);
 }
 
-std::vector<std::string> fixtureNames() {
+/// The fixtures of index.json whose cases.json has `key`: "forward" for
+/// translation models (logits, greedy, beam), "encode" for encoder states.
+std::vector<std::string> fixtureNames(llvm::StringRef key) {
   std::vector<std::string> names;
   llvm::SmallString<256> index(TFMC_FIXTURES_DIR);
   llvm::sys::path::append(index, "index.json");
@@ -75,8 +77,11 @@ std::vector<std::string> fixtureNames() {
   if (auto *obj = v.getAsObject())
     if (auto *list = obj->getArray("fixtures"))
       for (auto &n : *list)
-        if (auto s = n.getAsString())
-          names.push_back(s->str());
+        if (auto s = n.getAsString()) {
+          llvm::json::Value c = readJson(fixturePath(s->str(), "cases.json"));
+          if (c.getAsObject() && c.getAsObject()->get(key))
+            names.push_back(s->str());
+        }
   return names;
 }
 
@@ -104,6 +109,9 @@ Session &session(const Case &c) {
   if (!slot) {
     SessionOptions options;
     options.useLibraryKernels = library;
+    // encode_states too where the fixture has expected encoder states.
+    llvm::json::Value c = readJson(fixturePath(name, "cases.json"));
+    options.encoderStates = c.getAsObject() && c.getAsObject()->get("encode");
     auto opened = Session::open(fixturePath(name, "model.json"), options);
     if (!opened) {
       ADD_FAILURE() << llvm::toString(opened.takeError());
@@ -286,6 +294,75 @@ TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
   }
 }
 
+/// Encoder states of `src.ids` (encoder-only fixtures, and any fixture
+/// whose cases.json has "encode"): every position, padding included (zero).
+class Encoder : public Reference {};
+
+TEST_P(Encoder, StatesMatch) {
+  llvm::json::Object c = cases();
+  const llvm::json::Object *enc = c.getObject("encode");
+  ASSERT_NE(enc, nullptr);
+  double atol = enc->getNumber("atol").value_or(1e-4);
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  auto expected = readNpy(fixturePath(name(), enc->getString("file")->str()));
+  ASSERT_TRUE(static_cast<bool>(expected))
+      << llvm::toString(expected.takeError());
+  auto states = model().encode(src);
+  ASSERT_TRUE(static_cast<bool>(states)) << llvm::toString(states.takeError());
+  ASSERT_EQ(expected->shape, (std::vector<int64_t>{states->batch,
+                                                   states->length,
+                                                   states->dModel}));
+  double worst = 0;
+  for (size_t i = 0; i < states->values.size(); ++i)
+    worst = std::max<double>(
+        worst, std::fabs(states->values[i] - expected->values[i]));
+  EXPECT_LE(worst, atol) << "largest |tfmc - reference| state difference";
+  // Padding positions are exactly zero, and a row alone equals its row in
+  // the batch.
+  for (int64_t r = 0; r < states->batch; ++r) {
+    for (int64_t t = states->lengths[r]; t < states->length; ++t)
+      for (int64_t k = 0; k < states->dModel; ++k)
+        ASSERT_EQ(states->values[(r * states->length + t) * states->dModel +
+                                 k],
+                  0.0f);
+    auto alone = model().encode({src[r]});
+    ASSERT_TRUE(static_cast<bool>(alone));
+    for (int64_t t = 0; t < alone->length; ++t)
+      for (int64_t k = 0; k < states->dModel; ++k)
+        EXPECT_NEAR(alone->values[t * states->dModel + k],
+                    states->values[(r * states->length + t) * states->dModel +
+                                   k],
+                    1e-5)
+            << "row " << r << " position " << t;
+  }
+}
+
+/// Decoding and teacher forcing are refused for an encoder-only model, with
+/// an error that says why; a translation model's session does both.
+TEST_P(Encoder, DecoderWorkOnlyWithADecoder) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  SearchOptions options;
+  options.maxLength = 3;
+  auto out = model().translate(src, options);
+  TokenRows targets(src.size(), TokenRows::value_type{model().specialIds().bos});
+  auto logits = model().forward(src, targets);
+  if (!model().model().desc.arch.encoderOnly()) {
+    EXPECT_TRUE(static_cast<bool>(out));
+    EXPECT_TRUE(static_cast<bool>(logits));
+    if (!out)
+      llvm::consumeError(out.takeError());
+    if (!logits)
+      llvm::consumeError(logits.takeError());
+    return;
+  }
+  ASSERT_FALSE(static_cast<bool>(out));
+  EXPECT_NE(llvm::toString(out.takeError()).find("encoder-only"),
+            std::string::npos);
+  ASSERT_FALSE(static_cast<bool>(logits));
+  EXPECT_NE(llvm::toString(logits.takeError()).find("encoder-only"),
+            std::string::npos);
+}
+
 /// With threads, a batch of at least Session::kMinRowsPerWorker rows per
 /// thread is decoded as slices on worker threads at once; the translations
 /// must still be the reference's. Enough copies of the fixture's sources for
@@ -355,10 +432,18 @@ std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   return n + (std::get<1>(info.param) ? "_onednn" : "_loops");
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Reference,
-                         ::testing::Combine(::testing::ValuesIn(fixtureNames()),
-                                            ::testing::ValuesIn(kernelPaths())),
-                         caseName);
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Reference,
+    ::testing::Combine(::testing::ValuesIn(fixtureNames("forward")),
+                       ::testing::ValuesIn(kernelPaths())),
+    caseName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Encoder,
+    ::testing::Combine(::testing::ValuesIn(fixtureNames("encode")),
+                       ::testing::ValuesIn(kernelPaths())),
+    caseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Encoder);
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, Threads,
