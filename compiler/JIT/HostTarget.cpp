@@ -5,9 +5,11 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -29,7 +31,56 @@ mlir::tfm::createHostTargetMachine() {
   if (!builder)
     return builder.takeError();
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  builder->setCodeModel(llvm::CodeModel::Small);
   return builder->createTargetMachine();
+}
+
+std::string mlir::tfm::hostTargetDescription() {
+  initialiseNativeTarget();
+  std::string text = llvm::sys::getProcessTriple() + " " +
+                     llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> names;
+  for (const auto &f : features)
+    names.push_back((f.second ? "+" : "-") + f.first().str());
+  llvm::sort(names);
+  for (const std::string &n : names)
+    text += " " + n;
+  return text;
+}
+
+/// Adds `_mlir_<F>(ptr args)` for every defined `_mlir_ciface_*` function F:
+/// argument i is loaded from the pointer in args[i]; a result is stored
+/// through args[n]. The runtime calls every entry this way.
+static void addPackedEntries(llvm::Module &m) {
+  llvm::LLVMContext &ctx = m.getContext();
+  std::vector<llvm::Function *> interfaces;
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && f.getName().starts_with("_mlir_ciface_"))
+      interfaces.push_back(&f);
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  for (llvm::Function *f : interfaces) {
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
+                                         /*isVarArg=*/false);
+    auto *packed =
+        llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                               "_mlir_" + f->getName(), m);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
+    llvm::Value *args = packed->getArg(0);
+    llvm::SmallVector<llvm::Value *> values;
+    for (auto [i, param] : llvm::enumerate(f->args())) {
+      llvm::Value *slot = b.CreateConstGEP1_64(ptr, args, i);
+      llvm::Value *address = b.CreateLoad(ptr, slot);
+      values.push_back(b.CreateLoad(param.getType(), address));
+    }
+    llvm::Value *result = b.CreateCall(f, values);
+    if (!f->getReturnType()->isVoidTy()) {
+      llvm::Value *slot = b.CreateConstGEP1_64(ptr, args, f->arg_size());
+      b.CreateStore(result, b.CreateLoad(ptr, slot));
+    }
+    b.CreateRetVoid();
+  }
 }
 
 std::function<llvm::Error(llvm::Module *)>
@@ -102,21 +153,38 @@ mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
                         });
 }
 
+/// Runs the target's code generator over `m`, writing `kind`.
+static llvm::Expected<std::string> codegen(llvm::Module &m,
+                                           llvm::TargetMachine &tm,
+                                           llvm::CodeGenFileType kind) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, kind))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the host target cannot emit %s",
+                                   kind == llvm::CodeGenFileType::ObjectFile
+                                       ? "objects"
+                                       : "assembly");
+  pm.run(m);
+  return std::string(buffer.str());
+}
+
 llvm::Expected<std::string>
 mlir::tfm::emitAssembly(ModuleOp module, const CodegenOptions &options) {
-  return withHostModule(
-      module, options,
-      [](llvm::Module &m,
-         llvm::TargetMachine &tm) -> llvm::Expected<std::string> {
-        llvm::SmallString<0> buffer;
-        llvm::raw_svector_ostream os(buffer);
-        llvm::legacy::PassManager pm;
-        if (tm.addPassesToEmitFile(pm, os, nullptr,
-                                   llvm::CodeGenFileType::AssemblyFile))
-          return llvm::createStringError(
-              llvm::inconvertibleErrorCode(),
-              "the host target cannot emit assembly");
-        pm.run(m);
-        return std::string(buffer.str());
-      });
+  return withHostModule(module, options,
+                        [](llvm::Module &m, llvm::TargetMachine &tm) {
+                          return codegen(m, tm,
+                                         llvm::CodeGenFileType::AssemblyFile);
+                        });
+}
+
+llvm::Expected<std::string>
+mlir::tfm::emitObject(ModuleOp module, const CodegenOptions &options) {
+  return withHostModule(module, options,
+                        [](llvm::Module &m, llvm::TargetMachine &tm) {
+                          addPackedEntries(m);
+                          return codegen(m, tm,
+                                         llvm::CodeGenFileType::ObjectFile);
+                        });
 }

@@ -22,8 +22,14 @@ struct CodegenOptions {
   bool prefer512 = true;
 };
 
-/// A target machine for the host CPU with all its features.
+/// A target machine for the host CPU with all its features, generating
+/// position-independent code (small code model) so that an object can be
+/// cached, loaded into the JIT later or linked into a shared library.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
+
+/// The host as code generation sees it: triple, CPU name and the full
+/// feature string. Part of every compiled-object cache key.
+std::string hostTargetDescription();
 
 /// The LLVM IR optimisation pipeline for `tm` (O3 with the host's vector
 /// widths), applied to every module the JIT compiles.
@@ -37,6 +43,14 @@ llvm::Expected<std::string> emitLLVMIR(ModuleOp module,
 /// Translates an LLVM-dialect module to host assembly text.
 llvm::Expected<std::string> emitAssembly(ModuleOp module,
                                          const CodegenOptions &options);
+
+/// Translates an LLVM-dialect module to a host ELF object (the bytes of a
+/// relocatable .o). Besides the module's functions it defines, for every
+/// C-interface function `_mlir_ciface_F`, a packed entry
+/// `_mlir__mlir_ciface_F(void **args)` that loads each argument from
+/// args[i] (what JitModule::lookup returns).
+llvm::Expected<std::string> emitObject(ModuleOp module,
+                                       const CodegenOptions &options);
 
 } // namespace mlir::tfm
 

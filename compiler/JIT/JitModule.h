@@ -1,19 +1,27 @@
-//===- JitModule.h - LLVM-dialect module compiled in process ----*- C++ -*-===//
+//===- JitModule.h - a compiled object linked into the process --*- C++ -*-===//
+//
+// Host object code (HostTarget's emitObject, possibly read back from the
+// compile cache) linked in process by ORC's LLJIT. The same path serves a
+// fresh compile and a cache hit, so both run identical machine code.
+//
+//===----------------------------------------------------------------------===//
 #ifndef COMPILER_JIT_JITMODULE_H
 #define COMPILER_JIT_JITMODULE_H
 
 #include "compiler/JIT/HostTarget.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::tfm {
 
-/// Owns the ORC JIT (mlir::ExecutionEngine) of one lowered module.
 class JitModule {
 public:
   /// Entry point taking an array of pointers to its arguments: for a
@@ -21,20 +29,26 @@ public:
   /// argument of `_mlir_ciface_f` (a memref descriptor pointer, or a
   /// scalar).
   using PackedFunction = void (*)(void **);
+  using SymbolList = std::vector<std::pair<std::string, void *>>;
 
-  /// Compiles `llvmDialectModule`; `symbols` are host functions the module
-  /// calls (e.g. runtime kernels), resolved by name.
+  /// Links `object` (an ELF object from emitObject). `symbols` are host
+  /// functions the code calls (runtime kernels, the buffer pool's
+  /// malloc/free), resolved by name before anything in the process.
+  static llvm::Expected<std::unique_ptr<JitModule>>
+  load(llvm::StringRef object, const SymbolList &symbols = {});
+
+  /// emitObject + load.
   static llvm::Expected<std::unique_ptr<JitModule>>
   create(ModuleOp llvmDialectModule, const CodegenOptions &options = {},
-         llvm::ArrayRef<std::pair<std::string, void *>> symbols = {});
+         const SymbolList &symbols = {});
 
   /// The packed C-interface entry of function `name` of the source module.
   llvm::Expected<PackedFunction> lookup(llvm::StringRef name) const;
 
 private:
-  explicit JitModule(std::unique_ptr<ExecutionEngine> engine)
-      : engine(std::move(engine)) {}
-  std::unique_ptr<ExecutionEngine> engine;
+  explicit JitModule(std::unique_ptr<llvm::orc::LLJIT> jit)
+      : jit(std::move(jit)) {}
+  std::unique_ptr<llvm::orc::LLJIT> jit;
 };
 
 } // namespace mlir::tfm

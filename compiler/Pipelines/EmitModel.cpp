@@ -8,6 +8,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -26,7 +28,7 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
       context, model.desc.arch, model.sourceVocab.size(),
       model.targetVocab.size(), import);
   bool dumping = !dumpDir.empty();
-  Stage last = dumping ? Stage::Asm : stage;
+  Stage last = dumping ? std::max(stage, Stage::Asm) : stage;
   Stage mlirLast = last < Stage::LLVM ? last : Stage::LLVM;
   std::string result;
   auto capture = [&](Stage s) {
@@ -64,6 +66,12 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
         return std::move(e);
     if (stage == Stage::Asm)
       result = std::move(*assembly);
+  }
+  if (stage == Stage::Obj) {
+    auto object = emitObject(*module, codegen);
+    if (!object)
+      return object.takeError();
+    result = std::move(*object);
   }
   return result;
 }

@@ -36,8 +36,8 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-static constexpr llvm::StringLiteral stageNames[] = {"tfm",  "fused",  "loops",
-                                                     "llvm", "llvmir", "asm"};
+static constexpr llvm::StringLiteral stageNames[] = {
+    "tfm", "fused", "loops", "llvm", "llvmir", "asm", "obj"};
 
 llvm::StringRef mlir::tfm::stageName(Stage stage) {
   return stageNames[static_cast<int>(stage)];
@@ -151,6 +151,12 @@ llvm::Error mlir::tfm::lowerToStage(ModuleOp module, Stage from, Stage to,
     auto stage = static_cast<Stage>(s);
     PassManager pm(ctx);
     pm.enableVerifier(options.verifyEach);
+    std::optional<TimingScope> stageTiming;
+    if (options.timing) {
+      stageTiming.emplace(options.timing->nest(
+          ("MLIR pipeline: to " + stageName(stage)).str()));
+      pm.enableTiming(*stageTiming);
+    }
     if (stage == Stage::Fused)
       buildFusionPipeline(pm, options);
     else if (stage == Stage::Loops)

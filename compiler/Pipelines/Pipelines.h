@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -19,8 +20,9 @@
 
 namespace mlir::tfm {
 
-/// IR stages in order, as `tfmc compile --emit=` names them.
-enum class Stage { Tfm, Fused, Loops, LLVM, LLVMIR, Asm };
+/// IR stages in order, as `tfmc compile --emit=` names them; Obj is the
+/// host object file (not part of --dump-ir).
+enum class Stage { Tfm, Fused, Loops, LLVM, LLVMIR, Asm, Obj };
 
 llvm::StringRef stageName(Stage stage);
 std::optional<Stage> parseStage(llvm::StringRef name);
@@ -35,6 +37,9 @@ struct PipelineOptions {
   /// kernel (measured on the base model: loops win up to 4 rows, oneDNN
   /// from 16).
   int64_t libraryMinRows = 8;
+  /// When set, each stage's pass manager records per-pass times nested
+  /// under this scope (tfmc --timing).
+  TimingScope *timing = nullptr;
 };
 
 /// tfm -> fused: attention split into projections and the fused core,

@@ -1,6 +1,14 @@
 //===- CompiledModel.cpp - a model's functions, JIT-compiled --------------===//
+//
+// Cold: import -> tfm -> loops (the argument lists are read here) -> LLVM
+// dialect -> host object (LLVM O3 + codegen) -> the compile cache.
+// Warm: the object and argument lists from the cache, no MLIR at all.
+// Either way the object is linked in process by the same JitModule::load.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/session/CompiledModel.h"
 
+#include "compiler/JIT/CompileCache.h"
 #include "compiler/JIT/JitModule.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "frontends/importer/Importer.h"
@@ -8,19 +16,34 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <dlfcn.h>
+#include <optional>
+
+#ifndef TFMC_VERSION
+#define TFMC_VERSION "unknown"
+#endif
 
 using namespace tfmc;
 using namespace tfmc::runtime;
 
 struct CompiledModel::Impl {
-  mlir::MLIRContext context;
   std::unique_ptr<mlir::tfm::JitModule> jit;
 };
 
 CompiledModel::CompiledModel() : impl(std::make_unique<Impl>()) {}
 CompiledModel::~CompiledModel() = default;
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
 
 /// Reads the argument list of a destination-passing function at the loops
 /// stage.
@@ -60,6 +83,151 @@ describeArguments(mlir::func::FuncOp func) {
   return specs;
 }
 
+//===----------------------------------------------------------------------===//
+// Cache metadata: the functions' argument lists as JSON.
+//===----------------------------------------------------------------------===//
+
+static constexpr const char *kKindNames[] = {"weight", "input", "cache",
+                                             "output"};
+static constexpr const char *kElementNames[] = {"f32", "i32", "index"};
+
+static std::string writeMetadata(const std::vector<CompiledFunction> &fns) {
+  llvm::json::Array functions;
+  for (const CompiledFunction &f : fns) {
+    llvm::json::Array args;
+    for (const ArgSpec &a : f.args) {
+      llvm::json::Array shape;
+      for (int64_t d : a.shape)
+        shape.push_back(d);
+      args.push_back(llvm::json::Object{
+          {"kind", kKindNames[static_cast<int>(a.kind)]},
+          {"element", kElementNames[static_cast<int>(a.element)]},
+          {"name", a.name},
+          {"shape", std::move(shape)}});
+    }
+    functions.push_back(
+        llvm::json::Object{{"name", f.name}, {"args", std::move(args)}});
+  }
+  return llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{
+                                  {"functions", std::move(functions)}}))
+      .str();
+}
+
+/// The inverse of writeMetadata; nullopt for anything malformed.
+static std::optional<std::vector<CompiledFunction>>
+readMetadata(llvm::StringRef text) {
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);
+  if (!root) {
+    llvm::consumeError(root.takeError());
+    return std::nullopt;
+  }
+  auto index = [](llvm::ArrayRef<const char *> names,
+                  std::optional<llvm::StringRef> s) -> int {
+    for (auto [i, n] : llvm::enumerate(names))
+      if (s && *s == n)
+        return static_cast<int>(i);
+    return -1;
+  };
+  std::vector<CompiledFunction> fns;
+  const llvm::json::Object *obj = root->getAsObject();
+  const llvm::json::Array *functions =
+      obj ? obj->getArray("functions") : nullptr;
+  if (!functions)
+    return std::nullopt;
+  for (const llvm::json::Value &fv : *functions) {
+    const llvm::json::Object *f = fv.getAsObject();
+    const llvm::json::Array *args = f ? f->getArray("args") : nullptr;
+    std::optional<llvm::StringRef> name = f ? f->getString("name") : std::nullopt;
+    if (!args || !name)
+      return std::nullopt;
+    CompiledFunction fn;
+    fn.name = name->str();
+    for (const llvm::json::Value &av : *args) {
+      const llvm::json::Object *a = av.getAsObject();
+      if (!a)
+        return std::nullopt;
+      int kind = index(kKindNames, a->getString("kind"));
+      int element = index(kElementNames, a->getString("element"));
+      std::optional<llvm::StringRef> argName = a->getString("name");
+      const llvm::json::Array *shape = a->getArray("shape");
+      if (kind < 0 || element < 0 || !argName || !shape)
+        return std::nullopt;
+      ArgSpec spec{static_cast<ArgSpec::Kind>(kind),
+                   static_cast<ArgSpec::Element>(element), argName->str(),
+                   {}};
+      for (const llvm::json::Value &d : *shape) {
+        std::optional<int64_t> extent = d.getAsInteger();
+        if (!extent)
+          return std::nullopt;
+        spec.shape.push_back(*extent);
+      }
+      fn.args.push_back(std::move(spec));
+    }
+    fns.push_back(std::move(fn));
+  }
+  return fns;
+}
+
+//===----------------------------------------------------------------------===//
+// The cache key.
+//===----------------------------------------------------------------------===//
+
+/// The build that holds this code: its file's size and modification time,
+/// so that a rebuilt tfmc never trusts objects of an older lowering.
+static std::string buildIdentity() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&buildIdentity), &info) ||
+      !info.dli_fname)
+    return "unknown";
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(info.dli_fname, status))
+    return "unknown";
+  return llvm::formatv("{0} bytes, modified {1}", status.getSize(),
+                       status.getLastModificationTime()
+                           .time_since_epoch()
+                           .count())
+      .str();
+}
+
+std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
+                                    int64_t sourceVocabSize,
+                                    int64_t targetVocabSize,
+                                    const CompileOptions &options) {
+  using frontend::LayerKind;
+  mlir::tfm::PipelineOptions pipeline;
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << "format: tfmc compiled model 1\n"
+     << "tfmc: " << TFMC_VERSION << "; build " << buildIdentity() << "\n"
+     << "llvm: " << LLVM_VERSION_STRING << "\n"
+     << "architecture: d_model " << arch.dModel << ", heads " << arch.numHeads
+     << ", layers " << arch.numEncoderLayers << "+" << arch.numDecoderLayers
+     << ", d_ff " << arch.dFF << ", max_len " << arch.maxLen
+     << ", activation " << frontend::stringifyActivation(arch.activation)
+     << ", layer_norm_eps "
+     << llvm::formatv("{0:e16}", arch.layerNormEps).str()
+     << ", embedding_scale " << arch.embeddingScale << ", positions "
+     << arch.positionalEncoding << "\n"
+     << "encoder layer: " << arch.layerRecipe(LayerKind::Encoder).str()
+     << "; final norm " << arch.finalNorm(LayerKind::Encoder) << "\n";
+  if (!arch.encoderOnly())
+    os << "decoder layer: " << arch.layerRecipe(LayerKind::Decoder).str()
+       << "; final norm " << arch.finalNorm(LayerKind::Decoder) << "\n";
+  os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n"
+     << "functions: translation " << options.translation
+     << ", teacher forcing " << options.teacherForcing << ", encoder states "
+     << options.encoderStates << "\n"
+     << "kernels: " << (options.useLibraryKernels ? "library" : "loops")
+     << ", library from " << pipeline.libraryMinRows << " rows\n"
+     << "compute type: float32\n"
+     << "target: " << mlir::tfm::hostTargetDescription() << "\n";
+  return key;
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation.
+//===----------------------------------------------------------------------===//
+
 const CompiledFunction *CompiledModel::function(llvm::StringRef name) const {
   for (const CompiledFunction &f : functions)
     if (f.name == name)
@@ -67,13 +235,21 @@ const CompiledFunction *CompiledModel::function(llvm::StringRef name) const {
   return nullptr;
 }
 
-llvm::Expected<std::unique_ptr<CompiledModel>>
-CompiledModel::compile(const frontend::Architecture &arch,
-                       int64_t sourceVocabSize, int64_t targetVocabSize,
-                       const CompileOptions &options) {
-  auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<CompiledModel> model(new CompiledModel());
-  mlir::MLIRContext &context = model->impl->context;
+/// Runs `fn` inside a timer named `name` under `parent` (if any).
+template <typename Fn>
+static auto timed(mlir::TimingScope *parent, llvm::StringRef name, Fn fn) {
+  if (!parent)
+    return fn(static_cast<mlir::TimingScope *>(nullptr));
+  mlir::TimingScope scope = parent->nest(name);
+  return fn(&scope);
+}
+
+/// Import and lower down to a host object; fills `functions`.
+static llvm::Expected<std::string>
+compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
+              int64_t targetVocabSize, const CompileOptions &options,
+              std::vector<CompiledFunction> &functions) {
+  mlir::MLIRContext context;
   mlir::DialectRegistry registry;
   mlir::tfm::registerPipelineDialects(registry);
   context.appendDialectRegistry(registry);
@@ -83,14 +259,15 @@ CompiledModel::compile(const frontend::Architecture &arch,
   import.encode = import.decodeStep = options.translation;
   import.forward = options.teacherForcing;
   import.encoderStates = options.encoderStates;
-  mlir::OwningOpRef<mlir::ModuleOp> module = frontend::importModel(
-      context, arch, sourceVocabSize, targetVocabSize, import);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      timed(options.timing, "import", [&](mlir::TimingScope *) {
+        return frontend::importModel(context, arch, sourceVocabSize,
+                                     targetVocabSize, import);
+      });
   using mlir::tfm::Stage;
   mlir::tfm::PipelineOptions pipeline;
-  if (options.useLibraryKernels && !haveLibraryKernels())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "this tfmc was built without oneDNN");
   pipeline.useLibraryCalls = options.useLibraryKernels;
+  pipeline.timing = options.timing;
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))
     return std::move(e);
@@ -102,21 +279,80 @@ CompiledModel::compile(const frontend::Architecture &arch,
     auto args = describeArguments(func);
     if (!args)
       return args.takeError();
-    model->functions.push_back({name, std::move(*args), nullptr});
+    functions.push_back({name, std::move(*args), nullptr});
   }
   if (llvm::Error e = mlir::tfm::lowerToStage(
           *module, Stage::Loops, Stage::LLVM, pipeline, options.dumpDir))
     return std::move(e);
-  auto jit = mlir::tfm::JitModule::create(*module, {}, kernelSymbols());
-  if (!jit)
-    return jit.takeError();
-  model->impl->jit = std::move(*jit);
-  for (CompiledFunction &f : model->functions) {
-    auto entry = model->impl->jit->lookup(f.name);
-    if (!entry)
-      return entry.takeError();
-    f.entry = *entry;
+  return timed(options.timing, "LLVM optimisation and code generation",
+               [&](mlir::TimingScope *) {
+                 return mlir::tfm::emitObject(*module, {});
+               });
+}
+
+llvm::Expected<std::unique_ptr<CompiledModel>>
+CompiledModel::compile(const frontend::Architecture &arch,
+                       int64_t sourceVocabSize, int64_t targetVocabSize,
+                       const CompileOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  if (options.useLibraryKernels && !haveLibraryKernels())
+    return error("this tfmc was built without oneDNN");
+  std::unique_ptr<CompiledModel> model(new CompiledModel());
+
+  std::optional<mlir::tfm::CompileCache> cache;
+  std::string key;
+  if (!options.cacheDir.empty()) {
+    cache.emplace(options.cacheDir, llvm::errs());
+    key = cacheKey(arch, sourceVocabSize, targetVocabSize, options);
+    model->cachePath = cache->entryPath(key);
   }
+
+  std::string object;
+  if (cache && options.dumpDir.empty() && !options.refreshCache) {
+    timed(options.timing, "cache lookup", [&](mlir::TimingScope *) {
+      std::optional<mlir::tfm::CompileCache::Entry> entry = cache->lookup(key);
+      if (!entry)
+        return;
+      std::optional<std::vector<CompiledFunction>> fns =
+          readMetadata(entry->metadata);
+      if (!fns) {
+        llvm::errs() << "warning: compile cache: " << model->cachePath
+                     << ": unreadable function list; recompiling\n";
+        return;
+      }
+      model->functions = std::move(*fns);
+      object = std::move(entry->object);
+      model->cacheHit = true;
+    });
+  }
+  if (!model->cacheHit) {
+    auto compiled = compileObject(arch, sourceVocabSize, targetVocabSize,
+                                  options, model->functions);
+    if (!compiled)
+      return compiled.takeError();
+    object = std::move(*compiled);
+    if (cache)
+      timed(options.timing, "cache store", [&](mlir::TimingScope *) {
+        cache->store(key, writeMetadata(model->functions), object);
+      });
+  }
+
+  llvm::Error linked =
+      timed(options.timing, "JIT link", [&](mlir::TimingScope *) -> llvm::Error {
+        auto jit = mlir::tfm::JitModule::load(object, kernelSymbols());
+        if (!jit)
+          return jit.takeError();
+        model->impl->jit = std::move(*jit);
+        for (CompiledFunction &f : model->functions) {
+          auto entry = model->impl->jit->lookup(f.name);
+          if (!entry)
+            return entry.takeError();
+          f.entry = *entry;
+        }
+        return llvm::Error::success();
+      });
+  if (linked)
+    return std::move(linked);
   model->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

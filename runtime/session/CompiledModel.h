@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class TimingScope;
+} // namespace mlir
+
 namespace tfmc::runtime {
 
 /// One argument of a compiled function, in call order.
@@ -53,6 +57,15 @@ struct CompileOptions {
   /// encode_states: the encoder output (tfmc encode). Encoder-only models
   /// have nothing else.
   bool encoderStates = false;
+  /// Compiled-model cache directory; empty: no cache. A hit loads the
+  /// object without running any MLIR pass or LLVM optimisation; a miss
+  /// compiles and stores it. Cache problems are warnings on stderr.
+  std::string cacheDir;
+  /// With a cache: compile and store even when an entry exists
+  /// (dumpDir does the same, since the IR must be produced).
+  bool refreshCache = false;
+  /// Where per-phase times are recorded (tfmc --timing); may be null.
+  mlir::TimingScope *timing = nullptr;
 };
 
 class CompiledModel {
@@ -64,8 +77,22 @@ public:
 
   /// nullptr when the function was not compiled.
   const CompiledFunction *function(llvm::StringRef name) const;
-  /// Wall time spent in import + lowering + JIT, in seconds.
+  /// Wall time spent in import + lowering + JIT (or cache load), seconds.
   double compileSeconds() const { return seconds; }
+  /// Whether the code came from the compiled-model cache, and the entry's
+  /// path (empty without a cache).
+  bool fromCache() const { return cacheHit; }
+  const std::string &cacheEntry() const { return cachePath; }
+
+  /// The text that names everything the compiled code depends on: cache
+  /// format, tfmc version and build, LLVM version, architecture and block
+  /// recipes (not the weights), vocabulary sizes, which functions, kernel
+  /// path and pipeline options, target triple, CPU and features. The cache
+  /// file is its SHA-256.
+  static std::string cacheKey(const frontend::Architecture &arch,
+                              int64_t sourceVocabSize,
+                              int64_t targetVocabSize,
+                              const CompileOptions &options);
 
 private:
   CompiledModel();
@@ -73,6 +100,8 @@ private:
   std::unique_ptr<Impl> impl;
   std::vector<CompiledFunction> functions;
   double seconds = 0;
+  bool cacheHit = false;
+  std::string cachePath;
 };
 
 } // namespace tfmc::runtime

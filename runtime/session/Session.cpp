@@ -5,6 +5,8 @@
 #include "runtime/session/Buffer.h"
 #include "runtime/session/CallFrame.h"
 
+#include "mlir/Support/Timing.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 using namespace tfmc;
@@ -106,6 +109,9 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   compileOptions.teacherForcing = options.teacherForcing;
   compileOptions.encoderStates =
       options.encoderStates || m.desc.arch.encoderOnly();
+  compileOptions.cacheDir = options.cacheDir;
+  compileOptions.refreshCache = options.refreshCache;
+  compileOptions.timing = options.timing;
   setKernelThreads(std::max(options.threads, 1));
   auto compiled = CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),
                                          m.targetVocab.size(), compileOptions);
@@ -114,6 +120,9 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   session->compiledModel = std::move(*compiled);
   session->positionalTable =
       sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
+  std::optional<mlir::TimingScope> bindTiming;
+  if (options.timing)
+    bindTiming.emplace(options.timing->nest("bind weights"));
   // One set of call frames per worker thread (row-parallel decoding).
   session->threads = std::max(options.threads, 1);
   for (int w = 0; w < session->threads; ++w) {

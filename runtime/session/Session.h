@@ -35,6 +35,12 @@ struct SessionOptions {
   /// Compile what encode() needs (the encoder output alone). Encoder-only
   /// models have nothing else: translation and teacherForcing do not apply.
   bool encoderStates = false;
+  /// Compiled-model cache directory (empty: none) and whether to recompile
+  /// over an existing entry; see CompileOptions.
+  std::string cacheDir;
+  bool refreshCache = false;
+  /// Per-phase times (compile phases, binding weights) nest here when set.
+  mlir::TimingScope *timing = nullptr;
 };
 
 /// Encoder output [batch, length, d_model], row-major; positions at or

@@ -18,6 +18,10 @@
 #include <memory>
 #include <string>
 
+namespace mlir {
+class TimingScope;
+} // namespace mlir
+
 namespace tfmc::driver {
 
 class Command {
@@ -50,6 +54,42 @@ public:
 private:
   llvm::cl::opt<std::string> value;
 };
+
+/// `--cache-dir DIR` and `--no-cache`, registered on one subcommand.
+class CacheOptions {
+public:
+  CacheOptions(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  /// The compiled-model cache directory to use, "" for none: --no-cache,
+  /// else --cache-dir, else $TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc or
+  /// ~/.cache/tfmc.
+  std::string directory() const;
+
+private:
+  llvm::cl::opt<std::string> dir;
+  llvm::cl::opt<bool> disabled;
+};
+
+/// `--timing`, registered on one subcommand: a tree of phase times (model
+/// loading, every MLIR pass, LLVM code generation, JIT link, ...) printed
+/// to stderr when the command ends.
+class TimingOption {
+public:
+  TimingOption(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  ~TimingOption();
+  /// The root timing scope, or null without --timing. Valid during run().
+  mlir::TimingScope *root();
+  /// Adds "NAME: SECONDS s" under the root (a time measured outside the
+  /// timer tree, such as the time to the first translation).
+  void note(llvm::StringRef name, double seconds);
+
+private:
+  llvm::cl::opt<bool> enabled;
+  struct State;
+  std::unique_ptr<State> state;
+};
+
+/// Seconds since main() started.
+double secondsSinceStart();
 
 /// Reads a file of space-separated token ids, one sequence per line, each
 /// id checked against `vocab` ("FILE: line N: ..." errors).

@@ -1,12 +1,17 @@
 //===- Compile.cpp - tfmc compile: a model's IR at any stage --------------===//
 //
 // tfmc compile MODEL.json [--emit=STAGE] [-o FILE] [--dump-ir DIR]
+//              [--cache-only] [--cache-dir DIR] [--timing]
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
 
 #include "compiler/Pipelines/EmitModel.h"
 #include "frontends/model/Model.h"
+
+#include "mlir/Support/Timing.h"
+
+#include <optional>
 
 namespace cl = llvm::cl;
 
@@ -27,10 +32,16 @@ public:
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
                cl::cat(cat)),
         emit("emit",
-             cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm"),
+             cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm, "
+                      "or obj (the host object file; needs -o)"),
              cl::value_desc("STAGE"), cl::init("tfm"), cl::sub(sub),
              cl::cat(cat)),
-        kernels(sub, cat) {}
+        cacheOnly("cache-only",
+                  cl::desc("Compile what 'translate' runs into the "
+                           "compiled-model cache and print the entry's path "
+                           "(no IR is printed)"),
+                  cl::sub(sub), cl::cat(cat)),
+        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -41,12 +52,21 @@ public:
     auto stage = mlir::tfm::parseStage(emit);
     if (!stage)
       return fail("--emit: unknown stage '" + emit +
-                  "' (expected tfm, fused, loops, llvm, llvmir or asm)");
+                  "' (expected tfm, fused, loops, llvm, llvmir, asm or obj)");
+    if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
+      return fail("--emit=obj writes a binary object: give -o FILE.o");
+    std::optional<mlir::TimingScope> loadTiming;
+    if (timing.root())
+      loadTiming.emplace(timing.root()->nest("load model"));
     auto loaded = frontend::loadModel(model);
+    loadTiming.reset();
     if (!loaded)
       return fail(loaded.takeError());
+    if (cacheOnly)
+      return fillCache(std::move(*loaded), *library);
     mlir::tfm::PipelineOptions pipeline;
     pipeline.useLibraryCalls = *library;
+    pipeline.timing = timing.root();
     auto text = mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
     if (!text)
       return fail(text.takeError());
@@ -58,9 +78,34 @@ public:
   }
 
 private:
+  /// --cache-only: compiles exactly what `translate` (or, for an
+  /// encoder-only model, `encode`) loads, through the cache.
+  int fillCache(frontend::Model loaded, bool library) {
+    std::string dir = cache.directory();
+    if (dir.empty())
+      return fail("--cache-only needs a cache: --no-cache was given or no "
+                  "cache directory is known (set --cache-dir)");
+    runtime::SessionOptions options;
+    options.useLibraryKernels = library;
+    options.teacherForcing = false;
+    options.cacheDir = dir;
+    options.timing = timing.root();
+    auto session = runtime::Session::open(std::move(loaded), options);
+    if (!session)
+      return fail(session.takeError());
+    const runtime::CompiledModel &compiled = (*session)->compiled();
+    llvm::outs() << (compiled.fromCache() ? "cached (already): "
+                                          : "cached: ")
+                 << compiled.cacheEntry() << "\n";
+    return 0;
+  }
+
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, emit;
+  cl::opt<bool> cacheOnly;
   KernelsOption kernels;
+  CacheOptions cache;
+  TimingOption timing;
 };
 
 } // namespace

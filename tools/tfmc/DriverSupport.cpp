@@ -4,9 +4,16 @@
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/Translator.h"
 
+#include "compiler/JIT/CompileCache.h"
+
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 namespace cl = llvm::cl;
 
@@ -42,6 +49,74 @@ llvm::Expected<bool> KernelsOption::useLibrary() const {
         llvm::inconvertibleErrorCode(),
         "--kernels=library: this tfmc was built without oneDNN");
   return value == "library";
+}
+
+CacheOptions::CacheOptions(cl::SubCommand &sub, cl::OptionCategory &cat)
+    : dir("cache-dir",
+          cl::desc("Compiled-model cache directory (default: "
+                   "$TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc or ~/.cache/tfmc)"),
+          cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
+      disabled("no-cache",
+               cl::desc("Neither read nor write the compiled-model cache"),
+               cl::sub(sub), cl::cat(cat)) {}
+
+std::string CacheOptions::directory() const {
+  if (disabled)
+    return "";
+  if (!dir.empty())
+    return dir;
+  return mlir::tfm::defaultCacheDirectory();
+}
+
+struct TimingOption::State {
+  mlir::DefaultTimingManager manager;
+  std::optional<mlir::TimingScope> root;
+  std::vector<std::pair<std::string, double>> notes;
+};
+
+TimingOption::TimingOption(cl::SubCommand &sub, cl::OptionCategory &cat)
+    : enabled("timing",
+              cl::desc("Print the time of every phase (loading, MLIR passes, "
+                       "LLVM code generation, JIT link, first result) to "
+                       "stderr"),
+              cl::sub(sub), cl::cat(cat)) {}
+
+TimingOption::~TimingOption() {
+  if (!state)
+    return;
+  state->root->stop();
+  state->root.reset();
+  state->manager.print();
+  // print() has reported and cleared the timers; keep the manager from
+  // printing an empty report again when it is destroyed.
+  state->manager.setEnabled(false);
+  for (const auto &[name, seconds] : state->notes)
+    llvm::errs() << llvm::formatv("  {0}: {1:f4} s\n", name, seconds);
+}
+
+mlir::TimingScope *TimingOption::root() {
+  if (!enabled)
+    return nullptr;
+  if (!state) {
+    state = std::make_unique<State>();
+    state->manager.setEnabled(true);
+    state->manager.setDisplayMode(
+        mlir::DefaultTimingManager::DisplayMode::Tree);
+    state->root.emplace(state->manager.getRootScope());
+  }
+  return &*state->root;
+}
+
+void TimingOption::note(llvm::StringRef name, double seconds) {
+  if (root())
+    state->notes.emplace_back(name.str(), seconds);
+}
+
+double secondsSinceStart() {
+  static const auto start = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
 }
 
 llvm::Expected<runtime::TokenRows> readIdFile(llvm::StringRef path,

@@ -11,6 +11,10 @@
 #include "frontends/model/Model.h"
 #include "runtime/io/Npy.h"
 
+#include "mlir/Support/Timing.h"
+
+#include <optional>
+
 namespace cl = llvm::cl;
 
 namespace tfmc::driver {
@@ -34,7 +38,7 @@ public:
                cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
                cl::cat(cat)),
-        kernels(sub, cat) {}
+        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -44,7 +48,11 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
+    std::optional<mlir::TimingScope> loadTiming;
+    if (timing.root())
+      loadTiming.emplace(timing.root()->nest("load model"));
     auto loaded = frontend::loadModel(model);
+    loadTiming.reset();
     if (!loaded)
       return fail(loaded.takeError());
     auto src = readIdFile(srcFile, loaded->sourceVocab.size());
@@ -58,9 +66,18 @@ public:
     sessionOptions.translation = false;
     sessionOptions.teacherForcing = false;
     sessionOptions.encoderStates = true;
+    sessionOptions.cacheDir = cache.directory();
+    std::optional<mlir::TimingScope> compileTiming;
+    if (timing.root())
+      compileTiming.emplace(timing.root()->nest("compile"));
+    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
     auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    compileTiming.reset();
     if (!session)
       return fail(session.takeError());
+    std::optional<mlir::TimingScope> runTiming;
+    if (timing.root())
+      runTiming.emplace(timing.root()->nest("run"));
     int64_t limit = (*session)->maxSourceTokens();
     for (size_t i = 0; i < src->size(); ++i)
       if (static_cast<int64_t>((*src)[i].size()) > limit)
@@ -81,6 +98,8 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, dumpIR;
   KernelsOption kernels;
+  CacheOptions cache;
+  TimingOption timing;
 };
 
 } // namespace

@@ -9,6 +9,10 @@
 #include "frontends/model/Model.h"
 #include "runtime/io/Npy.h"
 
+#include "mlir/Support/Timing.h"
+
+#include <optional>
+
 namespace cl = llvm::cl;
 
 namespace tfmc::driver {
@@ -36,7 +40,7 @@ public:
                       "vocabulary"),
              cl::value_desc("KIND"), cl::init("logits"), cl::sub(sub),
              cl::cat(cat)),
-        kernels(sub, cat) {}
+        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -57,7 +61,11 @@ public:
       return fail("--output: expected 'logits', 'log-probs' or 'probs', got "
                   "'" +
                   head + "'");
+    std::optional<mlir::TimingScope> loadTiming;
+    if (timing.root())
+      loadTiming.emplace(timing.root()->nest("load model"));
     auto loaded = frontend::loadModel(model);
+    loadTiming.reset();
     if (!loaded)
       return fail(loaded.takeError());
     if (loaded->desc.arch.encoderOnly())
@@ -73,9 +81,18 @@ public:
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
     sessionOptions.translation = false;
+    sessionOptions.cacheDir = cache.directory();
+    std::optional<mlir::TimingScope> compileTiming;
+    if (timing.root())
+      compileTiming.emplace(timing.root()->nest("compile"));
+    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
     auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    compileTiming.reset();
     if (!session)
       return fail(session.takeError());
+    std::optional<mlir::TimingScope> runTiming;
+    if (timing.root())
+      runTiming.emplace(timing.root()->nest("run"));
     auto logits = (*session)->forward(*src, *tgt, kind);
     if (!logits)
       return fail(logits.takeError());
@@ -90,6 +107,8 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, tgtFile, head;
   KernelsOption kernels;
+  CacheOptions cache;
+  TimingOption timing;
 };
 
 } // namespace

@@ -9,6 +9,8 @@
 #include "frontends/model/Model.h"
 #include "runtime/session/Translator.h"
 
+#include "mlir/Support/Timing.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -70,7 +72,7 @@ public:
               cl::sub(sub), cl::cat(cat)),
         threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
                 cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat) {}
+        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -103,8 +105,14 @@ public:
     sessionOptions.threads = threads;
     sessionOptions.useLibraryKernels = *library;
     sessionOptions.teacherForcing = false;
+    sessionOptions.cacheDir = cache.directory();
+    sessionOptions.timing = timing.root();
     auto loadStart = std::chrono::steady_clock::now();
+    std::optional<mlir::TimingScope> loadTiming;
+    if (timing.root())
+      loadTiming.emplace(timing.root()->nest("load model"));
     auto loaded = frontend::loadModel(model);
+    loadTiming.reset();
     if (!loaded)
       return fail(loaded.takeError());
     if (loaded->desc.arch.encoderOnly())
@@ -115,12 +123,20 @@ public:
     // the model is compiled, so a bad one is reported at once.
     std::optional<runtime::TextTokenizers> tokenizers;
     if (!ids) {
+      std::optional<mlir::TimingScope> tokenizerTiming;
+      if (timing.root())
+        tokenizerTiming.emplace(timing.root()->nest("load tokenizers"));
       auto created = runtime::createTextTokenizers(*loaded);
       if (!created)
         return fail(created.takeError());
       tokenizers = std::move(*created);
     }
+    std::optional<mlir::TimingScope> compileTiming;
+    if (timing.root())
+      compileTiming.emplace(timing.root()->nest("compile"));
+    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
     auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
+    compileTiming.reset();
     if (!session)
       return fail(session.takeError());
     double loadSeconds = std::chrono::duration<double>(
@@ -138,9 +154,18 @@ public:
     options.search.lengthPenalty = lengthPenalty;
     options.scores = scores || nBest > 0;
     options.nBest = nBest > 0 ? int64_t(nBest) : 1;
+    FirstWriteClock out(**os);
+    std::optional<mlir::TimingScope> translateTiming;
+    if (timing.root())
+      translateTiming.emplace(timing.root()->nest("translate"));
     auto result = runtime::translateStream(
         **session, tokenizers ? &*tokenizers : nullptr,
-        input.empty() ? std::cin : file, **os, llvm::errs(), options);
+        input.empty() ? std::cin : file, out, llvm::errs(), options);
+    out.flush();
+    translateTiming.reset();
+    if (out.firstWrite())
+      timing.note("first translation written after (since start)",
+                  *out.firstWrite());
     if (!result)
       return fail(result.takeError());
     if (stats) {
@@ -157,6 +182,27 @@ public:
   }
 
 private:
+  /// Forwards to another stream and remembers when the first byte was
+  /// written (the time to the first translation).
+  class FirstWriteClock : public llvm::raw_ostream {
+  public:
+    explicit FirstWriteClock(llvm::raw_ostream &target) : target(target) {
+      SetUnbuffered();
+    }
+    std::optional<double> firstWrite() const { return first; }
+
+  private:
+    void write_impl(const char *data, size_t size) override {
+      target.write(data, size);
+      target.flush();
+      if (!first && size)
+        first = secondsSinceStart();
+    }
+    uint64_t current_pos() const override { return target.tell(); }
+    llvm::raw_ostream &target;
+    std::optional<double> first;
+  };
+
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, input;
   cl::opt<bool> ids, replaceUnk;
@@ -166,6 +212,8 @@ private:
   cl::opt<bool> scores, stats;
   cl::opt<int> threads;
   KernelsOption kernels;
+  CacheOptions cache;
+  TimingOption timing;
 };
 
 } // namespace

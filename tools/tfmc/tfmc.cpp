@@ -17,6 +17,7 @@ namespace cl = llvm::cl;
 using namespace tfmc::driver;
 
 int main(int argc, char **argv) {
+  secondsSinceStart();
   llvm::InitLLVM init(argc, argv);
   cl::OptionCategory category("tfmc options");
   std::unique_ptr<Command> commands[] = {
