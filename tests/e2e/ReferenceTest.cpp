@@ -109,6 +109,10 @@ Session &session(const Case &c) {
   if (!slot) {
     SessionOptions options;
     options.useLibraryKernels = library;
+    // Each test runs in its own process: share compiled code through a
+    // cache in the build tree (CacheTest shows cached code behaves
+    // identically).
+    options.cacheDir = TFMC_E2E_CACHE_DIR;
     // encode_states too where the fixture has expected encoder states.
     llvm::json::Value c = readJson(fixturePath(name, "cases.json"));
     options.encoderStates = c.getAsObject() && c.getAsObject()->get("encode");

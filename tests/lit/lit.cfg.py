@@ -12,6 +12,10 @@ config.test_exec_root = os.path.join(config.tfmc_obj_root, "tests", "lit")
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# tfmc caches compiled models; the tests use a cache of their own in the
+# build tree (never the user's ~/.cache/tfmc). cache.test uses others.
+config.environment["TFMC_CACHE_DIR"] = os.path.join(
+    config.tfmc_obj_root, "tests", "lit", "tfmc-cache")
 llvm_config.use_default_substitutions()
 # FileCheck, not and count live in the LLVM tools directory.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
