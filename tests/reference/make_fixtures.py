@@ -1,12 +1,18 @@
 """Regenerate tests/e2e/fixtures/ deterministically from the PyTorch reference.
 
-    /usr/bin/python3 tests/reference/make_fixtures.py [--out tests/e2e/fixtures]
+    /usr/bin/python3 tests/reference/make_fixtures.py [--out tests/e2e/fixtures] [--only NAME,...]
 
 Every fixture directory holds a random model (model.json, src.vocab,
 tgt.vocab, model.safetensors), inputs (src.ids, tgt.ids), expectations
 (logits.npy, greedy-*.ids, beam-*.txt) and cases.json describing them.
 Source lines whose greedy or beam decisions come within MIN_MARGIN of a tie
 are replaced, so that float32 differences of ~1e-6 cannot flip a result.
+
+Most fixtures are tfm_reference models. Others are seed-structured PyTorch
+modules (seed_models.py) saved with torch.save and converted with
+tools/tfmc-import-pytorch; their expectations come from the seed module
+itself, so they check the importer and tfmc together. `encoder-only` holds
+encoder states (states.npy) instead of logits and translations.
 """
 
 import argparse
@@ -15,13 +21,19 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfm_reference as ref  # noqa: E402
+import seed_models as sm  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMPORTER = os.path.join(ROOT, "tools", "tfmc-import-pytorch")
 
 MIN_MARGIN = 1e-3
 # The reference's own float32 logits may differ from its float64 logits by at
@@ -34,6 +46,7 @@ GREEDY = [(0, 20), (5, 20), (0, 3), (0, 1)]          # (min_length, max_length)
 BEAM = [(4, 1.0), (3, 0.6)]                          # (beam_size, length_penalty)
 BEAM_MAX_LENGTH = 20
 NUM_LINES = 8
+STATES_ATOL = 1e-4
 
 TINY = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64,
             max_len=64, layer_norm_eps=1e-5, positional_encoding="sinusoidal")
@@ -53,7 +66,66 @@ def variants():
                 embedding_scale=True, positional_encoding="sinusoidal")
     out.append(dict(name="wide", arch=wide, src_vocab=50, tgt_vocab=60,
                     src_lens=[1, 20, 7, 40, 3, 12, 5, 9]))
+
+    # Seed-structured modules, imported with tools/tfmc-import-pytorch.
+    # seed000: seed 000's per-head model (GELU, d_ff = 4 d_model, max_len from its pe buffers).
+    out.append(dict(name="seed000", kind="seed000", src_vocab=37, tgt_vocab=41, src_lens=None,
+                    max_len=64, import_flags=["--layout", "per-head"]))
+    for norm in ("post", "pre"):
+        flags = ["--layout", "torch-nn-transformer", "--num-heads", "4", "--max-len", "64"]
+        if norm == "pre":
+            flags += ["--norm", "pre", "--activation", "gelu", "--embedding-scale"]
+        out.append(dict(name=f"torchnn-{norm}", kind="torchnn", norm_first=norm == "pre",
+                        activation="gelu" if norm == "pre" else "relu", embedding_scale=norm == "pre",
+                        src_vocab=37, tgt_vocab=41, src_lens=None, max_len=64, import_flags=flags))
+    # recipe-mixed: a tfm_reference model with unusual recipes written in model.json.
+    mixed = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64,
+                 max_len=64, activation="gelu", layer_norm_eps=1e-5, embedding_scale=True,
+                 positional_encoding="sinusoidal",
+                 encoder_layer="h = norm1(x); x = x + self_attn(h) + ffn(h); x = norm2(x)",
+                 decoder_layer="x = norm1(x + self_attn(x)); c = cross_attn(norm2(x)); "
+                               "x = x + c + ffn(norm3(x + c))",
+                 decoder_final_norm=True)
+    out.append(dict(name="recipe-mixed", arch=mixed, src_vocab=37, tgt_vocab=41, src_lens=None))
+    # encoder-only: seed 002's Encoder; line 3 (30 ids) is truncated to 23 + eos.
+    out.append(dict(name="encoder-only", kind="encoder", src_vocab=40, d_model=32, num_heads=4,
+                    d_ff=64, layers=2, max_len=24, layer_norm_eps=1e-12,
+                    src_lens=[1, 20, 7, 30, 3, 12, 5, 9]))
     return out
+
+
+def build_model(v, seed):
+    """A random model of the variant's kind; tfm_reference models as before."""
+    kind = v.get("kind", "reference")
+    if kind == "reference":
+        model = ref.TranslationTransformer(v["arch"], v["src_vocab"], v["tgt_vocab"]).eval()
+        return ref.random_init(model, seed, qk_gain=QK_GAIN, out_gain=OUT_GAIN)
+    if kind == "seed000":
+        model = sm.PerHeadTranslationTransformer(32, v["max_len"], 4, 2, v["src_vocab"], 0, v["tgt_vocab"], 0)
+    elif kind == "torchnn":
+        model = sm.TorchTransformerTranslator(
+            v["src_vocab"], v["tgt_vocab"], d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+            dim_feedforward=64, activation=v["activation"], norm_first=v["norm_first"],
+            max_len=v["max_len"], embedding_scale=v["embedding_scale"])
+    else:
+        raise ValueError(kind)
+    return sm.randomize(model.eval(), seed, out_gain=OUT_GAIN)
+
+
+def output_bias(model):
+    return model.linear.bias if isinstance(model, ref.TranslationTransformer) else model.output_layer().bias
+
+
+def import_checkpoint(model, out_dir, flags):
+    """torch.save the model's state_dict and convert it with tools/tfmc-import-pytorch."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = os.path.join(tmp, "checkpoint.pt")
+        torch.save(model.state_dict(), ckpt)
+        res = subprocess.run([sys.executable, IMPORTER, ckpt, "-o", out_dir] + flags,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"tfmc-import-pytorch failed: {res.stderr.strip()}")
+    return "tools/tfmc-import-pytorch CKPT.pt -o DIR " + " ".join(flags)
 
 
 def random_line(rng, length, vocab, low=4, unk_rate=0.05):
@@ -63,11 +135,12 @@ def random_line(rng, length, vocab, low=4, unk_rate=0.05):
 def calibrate_eos(model, sources):
     """Shift the eos output bias so that about half the calibration rows end early."""
     eos = model.special["eos"]
-    base = float(model.linear.bias[eos])
+    bias = output_bias(model)
+    base = float(bias[eos])
     best = None
     for shift in np.arange(-2.0, 4.01, 0.25):
         with torch.no_grad():
-            model.linear.bias[eos] = base + shift
+            bias[eos] = base + shift
         lens = [len(model.greedy(s, 0, 20)) for s in sources]
         ended = sum(n < 20 for n in lens)
         score = -abs(ended - len(lens) / 2) + 0.5 * sum(0 < n < 20 for n in lens) \
@@ -75,7 +148,7 @@ def calibrate_eos(model, sources):
         if best is None or score > best[0]:
             best = (score, shift)
     with torch.no_grad():
-        model.linear.bias[eos] = base + best[1]
+        bias[eos] = base + best[1]
     return [model.greedy(s, 0, 20) for s in sources]
 
 
@@ -110,10 +183,10 @@ def conditioning(model, srcs, tgts):
 
 
 def make_fixture(v, base_seed, out_dir):
-    a = v["arch"]
+    if v.get("kind") == "encoder":
+        return make_encoder_fixture(v, base_seed, out_dir)
     for seed in range(base_seed, base_seed + 50):  # first seed whose model is not degenerate
-        model = ref.TranslationTransformer(a, v["src_vocab"], v["tgt_vocab"]).eval()
-        ref.random_init(model, seed, qk_gain=QK_GAIN, out_gain=OUT_GAIN)
+        model = build_model(v, seed)
         rng = random.Random(seed)
         lens = v["src_lens"] or [1, 20] + [rng.randint(2, 15) for _ in range(NUM_LINES - 2)]
         probe = [random_line(rng, n, v["src_vocab"]) for n in lens]
@@ -145,7 +218,11 @@ def make_fixture(v, base_seed, out_dir):
 
     if os.path.isdir(out_dir):
         shutil.rmtree(out_dir)
-    ref.export(model, out_dir)
+    imported_with = None
+    if "import_flags" in v:
+        imported_with = import_checkpoint(model, out_dir, v["import_flags"])
+    else:
+        ref.export(model, out_dir)
     ref.write_ids(os.path.join(out_dir, "src.ids"), srcs)
     ref.write_ids(os.path.join(out_dir, "tgt.ids"), tgts)
     drift = conditioning(model, srcs, tgts)
@@ -153,6 +230,8 @@ def make_fixture(v, base_seed, out_dir):
         raise RuntimeError(f"{v['name']}: float32 drift {drift:.2e} on the fixture batch")
     logits = exact_logits(model, srcs, tgts)
     np.save(os.path.join(out_dir, "logits.npy"), logits)
+    if imported_with:
+        check_imported(out_dir, logits, srcs, tgts, [r[0][0] for r in results])
 
     greedy_cases = []
     for j, (mn, mx) in enumerate(GREEDY):
@@ -177,7 +256,7 @@ def make_fixture(v, base_seed, out_dir):
         "tgt_vocab_size": v["tgt_vocab"],
         "src": "src.ids",
         "tgt": "tgt.ids",
-        "truncated_src_lines": [i for i, s in enumerate(srcs) if len(s) + 1 > a["max_len"]],
+        "truncated_src_lines": [i for i, s in enumerate(srcs) if len(s) + 1 > model.max_len],
         "forward": {"file": "logits.npy", "shape": list(logits.shape),
                     "tgt_lengths": [len(t) for t in tgts], "atol": LOGITS_ATOL},
         "greedy": greedy_cases,
@@ -186,6 +265,8 @@ def make_fixture(v, base_seed, out_dir):
         "observed_min_margin": round(float(min(margins)), 6),
         "reference_float32_drift": float(f"{drift:.3g}"),
     }
+    if imported_with:
+        case["imported_with"] = imported_with
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
         json.dump(case, f, indent=2)
         f.write("\n")
@@ -195,17 +276,81 @@ def make_fixture(v, base_seed, out_dir):
           f"min margin {min(margins):.4f}")
 
 
+def check_imported(out_dir, logits, srcs, tgts, greedy):
+    """The imported model, run by tfm_reference, must reproduce the seed module's results."""
+    model = ref.load(out_dir)
+    got = model.forward_ids(srcs, tgts)
+    worst = max(float(np.abs(got[b, :len(t)] - logits[b, :len(t)]).max()) for b, t in enumerate(tgts))
+    if worst > 1e-5:
+        raise RuntimeError(f"{out_dir}: imported model differs from the seed module by {worst:.2e}")
+    if [model.greedy(s, *GREEDY[0]) for s in srcs] != greedy:
+        raise RuntimeError(f"{out_dir}: imported model's greedy output differs from the seed module's")
+
+
+def make_encoder_fixture(v, base_seed, out_dir):
+    """Seed 002's Encoder imported with --layout custom --names names.json;
+    expectations are its encoder states (padded rows zeroed)."""
+    seed = base_seed
+    model = sm.SeedEncoder(v["src_vocab"], v["d_model"], v["max_len"], v["num_heads"], v["d_ff"],
+                           v["layers"], layer_norm_eps=v["layer_norm_eps"]).eval()
+    sm.randomize(model, seed)
+    rng = random.Random(seed)
+    srcs = [random_line(rng, n, v["src_vocab"]) for n in v["src_lens"]]
+    states = copy.deepcopy(model).double().encode_states(srcs)
+    drift = float(np.abs(model.encode_states(srcs) - states).max())
+    if drift > MAX_FLOAT32_DRIFT:
+        raise RuntimeError(f"{v['name']}: float32 drift {drift:.2e}")
+
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    names_path = os.path.join(out_dir, "names.json")
+    with open(names_path, "w") as f:
+        json.dump(sm.seed_encoder_names(), f, indent=2)
+        f.write("\n")
+    flags = ["--layout", "custom", "--names", names_path, "--num-heads", str(v["num_heads"]),
+             "--layer-norm-eps", repr(v["layer_norm_eps"])]
+    imported_with = import_checkpoint(model, out_dir, flags).replace(names_path, "names.json")
+    ref.write_ids(os.path.join(out_dir, "src.ids"), srcs)
+    np.save(os.path.join(out_dir, "states.npy"), states)
+    got = ref.load(out_dir).encode_states(srcs)
+    if float(np.abs(got - states).max()) > 1e-5:
+        raise RuntimeError(f"{v['name']}: imported model differs from the seed module")
+
+    lengths = [len(model.source_ids(s)) for s in srcs]
+    case = {
+        "name": v["name"],
+        "seed": seed,
+        "model": "model.json",
+        "src_vocab_size": v["src_vocab"],
+        "src": "src.ids",
+        "truncated_src_lines": [i for i, s in enumerate(srcs) if len(s) + 1 > v["max_len"]],
+        "encode": {"file": "states.npy", "shape": list(states.shape), "src_lengths": lengths,
+                   "atol": STATES_ATOL},
+        "reference_float32_drift": float(f"{drift:.3g}"),
+        "names": "names.json",
+        "imported_with": imported_with,
+    }
+    with open(os.path.join(out_dir, "cases.json"), "w") as f:
+        json.dump(case, f, indent=2)
+        f.write("\n")
+    print(f"{v['name']:18s} states {list(states.shape)} source lengths {lengths}")
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.path.join(root, "tests", "e2e", "fixtures"))
+    p.add_argument("--only", help="comma-separated fixture names to regenerate (index.json lists all)")
     args = p.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     torch.manual_seed(0)
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     names = []
     for i, v in enumerate(variants()):
-        make_fixture(v, 1000 * (i + 1), os.path.join(args.out, v["name"]))
+        if only is None or v["name"] in only:
+            make_fixture(v, 1000 * (i + 1), os.path.join(args.out, v["name"]))
         names.append(v["name"])
     with open(os.path.join(args.out, "index.json"), "w") as f:
         json.dump({"format": "tfm-e2e-fixtures", "version": 1, "fixtures": names}, f, indent=2)

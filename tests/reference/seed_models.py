@@ -480,6 +480,21 @@ class SeedEncoder(nn.Module, ref.DecodingMixin):
         return self.forward(src)
 
 
+def seed_encoder_names():
+    """The tools/tfmc-import-pytorch --names map (tfmc name -> SeedEncoder name)
+    for SeedEncoder checkpoints; committed as tests/e2e/fixtures/encoder-only/names.json."""
+    names = {"encoder_embedding.weight": "embedding.tok_emb.weight"}
+    for tfm, seed in (("query", "w_q"), ("key", "w_k"), ("value", "w_v"), ("output", "w_o")):
+        for wb in ("weight", "bias"):
+            names[f"encoder_layers.{{i}}.self_attention.{tfm}_linear.{wb}"] = f"layers.{{i}}.multihead.{seed}.{wb}"
+    for tfm, seed in (("linear1", "fc1"), ("linear2", "fc2")):
+        for wb in ("weight", "bias"):
+            names[f"encoder_layers.{{i}}.feed_forward.{tfm}.{wb}"] = f"layers.{{i}}.ffn.{seed}.{wb}"
+    for k in (1, 2):
+        names[f"encoder_layers.{{i}}.norm{k}.weight"] = f"layers.{{i}}.norm{k}.gamma"
+        names[f"encoder_layers.{{i}}.norm{k}.bias"] = f"layers.{{i}}.norm{k}.beta"
+    return names
+
 # --------------------------------------------------------------------------- torch.nn.Transformer
 
 

@@ -3,6 +3,7 @@
     /usr/bin/python3 tests/reference/test_reference.py
 """
 
+import json
 import math
 import os
 import random
@@ -176,12 +177,154 @@ class ReferenceTest(unittest.TestCase):
                 continue
             model = ref.load(d)
             srcs = ref.read_ids(os.path.join(d, "src.ids"))
+            if not model.has_decoder:  # encoder-only: states.npy instead of logits
+                states = np.load(os.path.join(d, "states.npy"))
+                np.testing.assert_allclose(model.encode_states(srcs), states, atol=1e-5, err_msg=name)
+                continue
             tgts = ref.read_ids(os.path.join(d, "tgt.ids"))
             logits = np.load(os.path.join(d, "logits.npy"))
-            np.testing.assert_allclose(model.forward_ids(srcs, tgts), logits, atol=1e-5)
+            np.testing.assert_allclose(model.forward_ids(srcs, tgts), logits, atol=1e-5, err_msg=name)
             expected = ref.read_ids(os.path.join(d, "greedy-min0-max20.ids"))
             self.assertEqual([model.greedy(s, 0, 20) for s in srcs], expected, name)
 
+
+class RecipeTest(unittest.TestCase):
+    """Block recipes (encoder_layer / decoder_layer), final norms, encoder-only models."""
+
+    def test_parser_errors(self):
+        bad = {
+            "": "empty recipe",
+            "x = self_attn(x)": "ffn must be used exactly once, found 0",
+            "x = self_attn(x); x = ffn(x); x = ffn(x)": "ffn must be used exactly once, found 2",
+            "x = self_attn(x) + ffn(y)": "variable 'y' is used before it is assigned",
+            "x = self_attn(x); x = foo(x) + ffn(x)": "unknown function 'foo'",
+            "x = self_attn(x);; x = ffn(x)": "expected a variable name to assign",
+            "x = self_attn(x); x = ffn(x); x = cross_attn(x)": "cross_attn is not allowed in an encoder",
+            "ffn = self_attn(x); x = ffn(x)": "cannot assign to 'ffn'",
+            "x = self_attn(x); x = ffn": "must be called as ffn(...)",
+            "x = self_attn(x) * ffn(x)": "unexpected character '*'",
+            "x = self_attn(x); x = norm0(ffn(x))": "unknown function 'norm0'",
+        }
+        for text, message in bad.items():
+            with self.assertRaises(ref.RecipeError) as cm:
+                ref.Recipe(text, "encoder")
+            self.assertIn(message, str(cm.exception), text)
+        with self.assertRaisesRegex(ref.RecipeError, "cross_attn must be used exactly once"):
+            ref.Recipe("x = self_attn(x); x = ffn(x)", "decoder")
+        r = ref.Recipe(" h = norm3(x) ;x=x+ self_attn(h)+ffn(norm1(h));\n", "encoder")
+        self.assertEqual(str(r), "h = norm3(x); x = x + self_attn(h) + ffn(norm1(h))")
+        self.assertEqual(r.norms, [1, 3])
+
+    def test_shorthand_equals_explicit_recipes(self):
+        srcs, tgts = lines(10, 4, 37), [[1] + t for t in lines(11, 4, 41, 0, 9, 3)]
+        for norm in ("post", "pre"):
+            short = make(norm=norm)
+            explicit_arch = {k: v for k, v in short.arch.items() if k != "norm"}
+            explicit_arch.update(encoder_layer=ref.SHORTHAND_RECIPES[("encoder", norm)],
+                                 decoder_layer=ref.SHORTHAND_RECIPES[("decoder", norm)],
+                                 encoder_final_norm=norm == "pre", decoder_final_norm=norm == "pre")
+            explicit = ref.TranslationTransformer(explicit_arch, 37, 41).eval()
+            self.assertEqual(list(explicit.state_dict()), list(short.state_dict()))
+            explicit.load_state_dict(short.state_dict())
+            np.testing.assert_array_equal(explicit.forward_ids(srcs, tgts), short.forward_ids(srcs, tgts))
+
+    def test_recipe_is_interpreted(self):
+        """A parallel encoder block and an unusual decoder, checked against the same
+        modules combined by hand."""
+        arch = dict(ARCH, encoder_layer="h = norm1(x); x = x + self_attn(h) + ffn(h); x = norm2(x)",
+                    decoder_layer="y = self_attn(x) + x; x = norm2(cross_attn(norm1(y)) + y + ffn(y))",
+                    decoder_final_norm=True)
+        del arch["norm"]
+        model = ref.random_init(ref.TranslationTransformer(arch, 37, 41).eval(), 5, out_gain=2.0)
+        self.assertEqual([n for n in model.state_dict() if ".1.norm" in n],
+                         ["encoder_layers.1.norm1.weight", "encoder_layers.1.norm1.bias",
+                          "encoder_layers.1.norm2.weight", "encoder_layers.1.norm2.bias",
+                          "decoder_layers.1.norm1.weight", "decoder_layers.1.norm1.bias",
+                          "decoder_layers.1.norm2.weight", "decoder_layers.1.norm2.bias"])
+        self.assertFalse(model.encoder_final_norm)
+        self.assertTrue(model.decoder_final_norm)
+        srcs, tgts = lines(12, 3, 37), [[1] + t for t in lines(13, 3, 41, 0, 9, 3)]
+        src = model.pad_batch([model.source_ids(s) for s in srcs])
+        tgt = model.pad_batch(tgts)
+        with torch.no_grad():
+            S, T = src.shape[1], tgt.shape[1]
+            enc_mask = (src == 0)[:, None, :].expand(-1, S, -1)
+            x = model._embed(model.encoder_embedding, src)
+            for L in model.encoder_layers:
+                h = L.norm1(x)
+                x = L.norm2(x + L.self_attention(h, h, enc_mask) + L.feed_forward(h))
+            mem = x
+            causal = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)[None] | (tgt == 0)[:, None, :]
+            cross = (src == 0)[:, None, :].expand(-1, T, -1)
+            x = model._embed(model.decoder_embedding, tgt)
+            for L in model.decoder_layers:
+                y = L.masked_self_attention(x, x, causal) + x
+                x = L.norm2(L.enc_dec_attention(L.norm1(y), mem, cross) + y + L.feed_forward(y))
+            want = model.linear(model.decoder_norm(x)).numpy()
+        np.testing.assert_allclose(model.forward_ids(srcs, tgts), want, atol=1e-6)
+        with tempfile.TemporaryDirectory() as d:
+            ref.export(model, d)
+            with open(os.path.join(d, "model.json")) as f:
+                written = json.load(f)["architecture"]
+            self.assertNotIn("norm", written)
+            self.assertEqual(list(written)[-3:], ["encoder_layer", "decoder_layer", "decoder_final_norm"])
+            loaded = ref.load(d)
+            np.testing.assert_array_equal(loaded.forward_ids(srcs, tgts), model.forward_ids(srcs, tgts))
+
+    def test_version1_model_json_is_unchanged(self):
+        with tempfile.TemporaryDirectory() as d:
+            ref.export(make(norm="pre"), d)
+            with open(os.path.join(d, "model.json")) as f:
+                desc = json.load(f)
+        self.assertEqual(list(desc["architecture"]), list(ref.ARCH_FIELDS))
+        self.assertEqual(list(desc), ["format", "version", "architecture", "source", "target",
+                                      "special_tokens", "weights"])
+
+    def test_encoder_only(self):
+        arch = dict(ARCH, num_decoder_layers=0, norm="pre")
+        model = ref.random_init(ref.TranslationTransformer(arch, 37, None).eval(), 6)
+        self.assertFalse(model.has_decoder)
+        self.assertTrue(all(n.startswith("encoder_") for n in model.state_dict()))
+        self.assertIn("encoder_norm.weight", model.state_dict())
+        srcs = lines(14, 4, 37, 1, 20)
+        states = model.encode_states(srcs)
+        width = max(len(s) for s in srcs) + 1
+        self.assertEqual(states.shape, (4, width, 32))
+        for b, s in enumerate(srcs):
+            self.assertFalse(states[b, len(s) + 1:].any())
+            self.assertTrue(np.abs(states[b, : len(s) + 1]).sum(-1).all())
+            single = model.encode_states([s])[0]
+            np.testing.assert_allclose(states[b, : len(s) + 1], single, atol=1e-5)
+        with tempfile.TemporaryDirectory() as d:
+            ref.export(model, d)
+            with open(os.path.join(d, "model.json")) as f:
+                desc = json.load(f)
+            self.assertNotIn("target", desc)
+            self.assertFalse(os.path.exists(os.path.join(d, "tgt.vocab")))
+            np.testing.assert_array_equal(ref.load(d).encode_states(srcs), states)
+        with self.assertRaisesRegex(ValueError, "decoder_layer is not allowed"):
+            ref.TranslationTransformer(dict(arch, decoder_layer="x = ffn(x)"), 37, None)
+
+    def test_architecture_errors(self):
+        no_norm = {k: v for k, v in ARCH.items() if k != "norm"}
+        with self.assertRaisesRegex(ValueError, "architecture.norm missing"):
+            ref.TranslationTransformer(no_norm, 37, 41)
+        with self.assertRaisesRegex(ValueError, "architecture.norm missing .*decoder_layer"):
+            ref.TranslationTransformer(dict(no_norm, encoder_layer="x = self_attn(x) + ffn(x)"), 37, 41)
+        with tempfile.TemporaryDirectory() as d:
+            ref.export(make(), d)
+            path = os.path.join(d, "model.json")
+            with open(path) as f:
+                desc = json.load(f)
+            for field, value, message in (("encoder_layers", "x", "unknown field 'architecture.encoder_layers'"),
+                                          ("encoder_final_norm", "yes", "expected a boolean"),
+                                          ("decoder_layer", "x = self_attn(x) + ffn(x)", "cross_attn must be used")):
+                bad = json.loads(json.dumps(desc))
+                bad["architecture"][field] = value
+                with open(path, "w") as f:
+                    json.dump(bad, f)
+                with self.assertRaisesRegex(ValueError, message):
+                    ref.load(d)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,414 @@
+"""Tests of tools/tfmc-import-pytorch (pure Python: no tfmc needed).
+
+    /usr/bin/python3 -m pytest tests/importer -q
+
+For every layout a small random seed-structured model (tests/reference/
+seed_models.py) is saved with torch.save, imported into a temporary
+directory, and the written model, run by tfm_reference.load, must give the
+seed module's logits (or encoder states) within 1e-5. Error cases check the
+one-line messages and that a checkpoint holding arbitrary Python objects is
+refused without running them.
+"""
+
+import builtins
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "tfmc-import-pytorch")
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+import seed_models as sm  # noqa: E402
+import tfm_reference as ref  # noqa: E402
+
+# torch 1.13's nn.TransformerEncoder warns about its nested-tensor fast path.
+pytestmark = pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+
+SRCS = [[5, 6, 7, 3, 9], [8], [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 4]]
+TGTS = [[1, 4, 5, 6], [1], [1, 7, 8, 9, 10, 11, 12]]
+
+
+def load_tool():
+    """The tool as a module (its file has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("tfmc_import_pytorch", TOOL)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+tool = load_tool()
+
+
+def run(argv, capsys):
+    """Run the tool in-process: (exit status, stdout, stderr) as the command line would give."""
+    try:
+        rc = tool.main([str(a) for a in argv])
+        err_line = ""
+    except tool.ImportFailure as e:
+        rc, err_line = 1, f"error: {e}\n"
+    out, err = capsys.readouterr()
+    return rc, out, err + err_line
+
+
+def save(tmp_path, obj, name="ckpt.pt"):
+    path = tmp_path / name
+    torch.save(obj, path)
+    return path
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def max_logit_diff(a, b, tgts=TGTS):
+    return max(float(np.abs(a[r, :len(t)] - b[r, :len(t)]).max()) for r, t in enumerate(tgts))
+
+
+def canonical_names(arch, src_vocab, tgt_vocab):
+    return list(ref.TranslationTransformer(arch, src_vocab, tgt_vocab).state_dict())
+
+
+def assert_matches_seed(model, out_dir):
+    """The written directory, run by the reference, reproduces the seed module."""
+    loaded = ref.load(str(out_dir))
+    assert max_logit_diff(model.forward_ids(SRCS, TGTS), loaded.forward_ids(SRCS, TGTS)) <= 1e-5
+    assert loaded.greedy(SRCS[0], 0, 8) == model.greedy(SRCS[0], 0, 8)
+    return loaded
+
+
+def assert_tensor_names_and_shapes(out_dir, loaded):
+    tensors = ref.read_safetensors(os.path.join(out_dir, "model.safetensors"))
+    expected = loaded.state_dict()
+    assert list(tensors) == list(expected)
+    for name, t in tensors.items():
+        assert tuple(t.shape) == tuple(expected[name].shape), name
+
+
+# --------------------------------------------------------------------------- models
+
+
+def tutorial_model(seed=11):
+    return sm.randomize(sm.TutorialTransformer(30, 33, 32, 4, 2, 48, 40).eval(), seed, out_gain=2.0)
+
+
+def per_head_model(seed=12):
+    model = sm.PerHeadTranslationTransformer(24, 50, 3, 3, 30, 0, 33, 0, n_decoder_layers=1)
+    return sm.randomize(model.eval(), seed, out_gain=2.0)
+
+
+def torchnn_model(norm_first, seed=13):
+    model = sm.TorchTransformerTranslator(30, 33, d_model=32, nhead=4, num_encoder_layers=2,
+                                          num_decoder_layers=1, dim_feedforward=40, norm_first=norm_first,
+                                          activation="gelu", max_len=40)
+    return sm.randomize(model.eval(), seed, out_gain=2.0)
+
+
+def seed_encoder(seed=14):
+    return sm.randomize(sm.SeedEncoder(40, 32, 24, 4, 64, 2).eval(), seed)
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def test_tutorial_layout(tmp_path, capsys):
+    model = tutorial_model()
+    ckpt = save(tmp_path, model.state_dict())
+    out = tmp_path / "out"
+    rc, stdout, err = run([ckpt, "-o", out, "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 0, err
+    a = read_json(out / "model.json")["architecture"]
+    assert a == dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=48,
+                     max_len=40, activation="relu", norm="post", layer_norm_eps=1e-5,
+                     embedding_scale=False, positional_encoding="sinusoidal")
+    # seed 001 registers its table as positional_encoding.pe: dropped, with a note
+    assert "note: dropped positional-encoding buffer 'positional_encoding.pe'" in err
+    assert "check: max logit difference 0 " in stdout
+    loaded = assert_matches_seed(model, out)
+    assert_tensor_names_and_shapes(out, loaded)
+    assert list(ref.read_safetensors(out / "model.safetensors")) == canonical_names(a, 30, 33)
+    with open(out / "tgt.vocab") as f:
+        assert f.read().split() == ref.vocab_tokens(33, "t")
+
+
+def test_tutorial_layout_pre_norm_has_final_norms(tmp_path, capsys):
+    arch = dict(d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=2, d_ff=40, max_len=30,
+                activation="gelu", norm="pre", layer_norm_eps=1e-6, embedding_scale=True,
+                positional_encoding="sinusoidal")
+    model = ref.random_init(ref.TranslationTransformer(arch, 30, 33).eval(), 3, out_gain=2.0)
+    ckpt = save(tmp_path, model.state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4, "--norm", "pre",
+                      "--activation", "gelu", "--max-len", 30, "--layer-norm-eps", 1e-6, "--embedding-scale"],
+                     capsys)
+    assert rc == 0, err
+    assert read_json(tmp_path / "o" / "model.json")["architecture"] == arch  # final norms implied by "pre"
+    assert_matches_seed(model, tmp_path / "o")
+
+
+def test_per_head_layout(tmp_path, capsys):
+    model = per_head_model()
+    ckpt = save(tmp_path, model.state_dict())
+    out = tmp_path / "out"
+    rc, _, err = run([ckpt, "-o", out, "--layout", "per-head"], capsys)
+    assert rc == 0, err
+    a = read_json(out / "model.json")["architecture"]
+    assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
+        (24, 3, 3, 1, 96)
+    assert a["activation"] == "gelu" and a["max_len"] == 50  # max_len from the pe buffers
+    assert "norm" not in a
+    assert a["encoder_layer"] == tool.SEED000_RECIPES["encoder"]
+    assert a["decoder_layer"] == tool.SEED000_RECIPES["decoder"]
+    assert "encoder_final_norm" not in a and "decoder_final_norm" not in a
+    for name in ("cn_positional_encoding.pe", "en_positional_encoding.pe"):
+        assert f"note: dropped positional-encoding buffer '{name}'" in err
+    loaded = assert_matches_seed(model, out)
+    assert_tensor_names_and_shapes(out, loaded)
+    # per-head query linears are concatenated in head order
+    q = ref.read_safetensors(out / "model.safetensors")["encoder_layers.2.self_attention.query_linear.weight"]
+    heads = [model.transformer_encoder[2].mha.heads[h].query.weight.detach().numpy() for h in range(3)]
+    np.testing.assert_array_equal(q, np.concatenate(heads))
+
+
+def test_per_head_num_heads_must_agree(tmp_path, capsys):
+    ckpt = save(tmp_path, per_head_model().state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "per-head", "--num-heads", 4], capsys)
+    assert rc == 1 and "--num-heads 4 disagrees with the checkpoint, which has 3 heads" in err
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_torch_nn_transformer_layout(tmp_path, capsys, norm_first):
+    model = torchnn_model(norm_first)
+    ckpt = save(tmp_path, model.state_dict())
+    out = tmp_path / "out"
+    flags = ["--layout", "torch-nn-transformer", "--num-heads", 4, "--max-len", 40, "--activation", "gelu"]
+    rc, _, err = run([ckpt, "-o", out] + flags + (["--norm", "pre"] if norm_first else []), capsys)
+    assert rc == 0, err
+    a = read_json(out / "model.json")["architecture"]
+    assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
+        (32, 4, 2, 1, 40)
+    assert a["norm"] == ("pre" if norm_first else "post")
+    assert "encoder_layer" not in a and "decoder_layer" not in a
+    if norm_first:  # final norms are implied by "pre"
+        assert "encoder_final_norm" not in a and "decoder_final_norm" not in a
+    else:  # nn.Transformer has them with post-norm too
+        assert a["encoder_final_norm"] is True and a["decoder_final_norm"] is True
+    loaded = assert_matches_seed(model, out)
+    assert loaded.encoder_final_norm and loaded.decoder_final_norm
+    assert_tensor_names_and_shapes(out, loaded)
+
+
+def test_custom_layout_encoder_only(tmp_path, capsys):
+    model = seed_encoder()
+    ckpt = save(tmp_path, model.state_dict())
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps(sm.seed_encoder_names()))
+    out = tmp_path / "out"
+    rc, stdout, err = run([ckpt, "-o", out, "--layout", "custom", "--names", names, "--num-heads", 4,
+                           "--layer-norm-eps", 1e-12], capsys)
+    assert rc == 0, err
+    desc = read_json(out / "model.json")
+    a = desc["architecture"]
+    assert "target" not in desc and not (out / "tgt.vocab").exists()
+    assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
+        (32, 4, 2, 0, 64)
+    assert a["norm"] == "post" and a["max_len"] == 24 and a["layer_norm_eps"] == 1e-12
+    assert "check: max state difference" in stdout
+    loaded = ref.load(str(out))
+    assert not loaded.has_decoder
+    states = loaded.encode_states(SRCS)
+    np.testing.assert_allclose(states, model.encode_states(SRCS), atol=1e-5, rtol=0)
+    assert states.shape == (3, 13, 32)
+    assert not states[1, 2:].any() and states[1, :2].all()  # rows past "8 eos" are exactly zero
+    tensors = ref.read_safetensors(out / "model.safetensors")
+    assert all(n.startswith("encoder_") for n in tensors)
+    assert len(tensors) == 1 + 16 * 2
+
+
+@pytest.mark.parametrize("wrap", ["state_dict", "model"])
+def test_wrapped_checkpoints(tmp_path, capsys, wrap):
+    model = tutorial_model()
+    plain = save(tmp_path, model.state_dict(), "plain.pt")
+    wrapped = save(tmp_path, {wrap: model.state_dict(), "epoch": 7, "note": "x"}, "wrapped.pt")
+    for ckpt, out in ((plain, "a"), (wrapped, "b")):
+        rc, _, err = run([ckpt, "-o", tmp_path / out, "--layout", "tutorial", "--num-heads", 4], capsys)
+        assert rc == 0, err
+    for f in ("model.json", "model.safetensors", "src.vocab", "tgt.vocab"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_names_override_a_default(tmp_path, capsys):
+    """--names entries override the layout's defaults (here: a renamed generator)."""
+    model = torchnn_model(False)
+    sd = model.state_dict()
+    sd["out.weight"], sd["out.bias"] = sd.pop("generator.weight"), sd.pop("generator.bias")
+    ckpt = save(tmp_path, sd)
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps({"linear.weight": "out.weight", "linear.bias": "out.bias"}))
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "torch-nn-transformer", "--num-heads", 4,
+                      "--max-len", 40, "--activation", "gelu", "--names", names], capsys)
+    assert rc == 0, err
+    assert_matches_seed(model, tmp_path / "o")
+
+
+def test_vocabularies_and_f16(tmp_path, capsys):
+    model = tutorial_model()
+    ckpt = save(tmp_path, model.state_dict())
+    src_vocab = tmp_path / "my.src"
+    src_vocab.write_text("\n".join(ref.SPECIAL_NAMES + [f"w{i}" for i in range(26)]) + "\n")
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
+                      "--src-vocab", src_vocab, "--dtype", "f16"], capsys)
+    assert rc == 0, err
+    assert (tmp_path / "o" / "src.vocab").read_bytes() == src_vocab.read_bytes()
+    with open(tmp_path / "o" / "model.safetensors", "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    assert {v["dtype"] for v in header.values()} == {"F16"}
+    loaded = ref.load(str(tmp_path / "o"))
+    assert max_logit_diff(model.forward_ids(SRCS, TGTS), loaded.forward_ids(SRCS, TGTS)) < 0.05
+
+    bad = tmp_path / "bad.src"
+    bad.write_text("a\nb\n")
+    rc, _, err = run([ckpt, "-o", tmp_path / "p", "--layout", "tutorial", "--num-heads", 4,
+                      "--src-vocab", bad], capsys)
+    assert rc == 1 and "has 2 tokens but the checkpoint's source embedding has 30 rows" in err
+    assert not (tmp_path / "p").exists()  # nothing written
+
+
+def test_recipe_flags(tmp_path, capsys):
+    """--encoder-layer / --decoder-layer describe a variant the layouts do not know."""
+    arch = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=1, d_ff=40, max_len=30,
+                activation="relu", layer_norm_eps=1e-5, embedding_scale=False, positional_encoding="sinusoidal",
+                encoder_layer="h = norm1(x); x = x + self_attn(h) + ffn(h)",
+                decoder_layer="x = x + self_attn(x); x = norm2(x + cross_attn(norm1(x))); x = x + ffn(x)",
+                encoder_final_norm=True)
+    model = ref.random_init(ref.TranslationTransformer(arch, 30, 33).eval(), 4, out_gain=2.0)
+    ckpt = save(tmp_path, model.state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4, "--max-len", 30,
+                      "--encoder-layer", arch["encoder_layer"], "--decoder-layer", arch["decoder_layer"]], capsys)
+    assert rc == 0, err
+    a = read_json(tmp_path / "o" / "model.json")["architecture"]
+    assert a["encoder_layer"] == arch["encoder_layer"] and a["decoder_layer"] == arch["decoder_layer"]
+    assert a["encoder_final_norm"] is True and "decoder_final_norm" not in a
+    assert_matches_seed(model, tmp_path / "o")
+
+    rc, _, err = run([ckpt, "-o", tmp_path / "p", "--layout", "tutorial", "--num-heads", 4, "--max-len", 30,
+                      "--encoder-layer", "x = self_attn(x)"], capsys)
+    assert rc == 1 and "ffn must be used exactly once" in err
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_unmapped_tensor_is_named(tmp_path, capsys):
+    sd = tutorial_model().state_dict()
+    sd["extra.scale"] = torch.ones(3)
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 1
+    assert "error: checkpoint tensor 'extra.scale' is not mapped to any tfmc tensor" in err
+
+
+def test_missing_tensor_names_the_expected_name(tmp_path, capsys):
+    sd = per_head_model().state_dict()
+    del sd["transformer_encoder.1.ln2.bias"]
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "per-head"], capsys)
+    assert rc == 1
+    assert ("error: missing checkpoint tensor 'transformer_encoder.1.ln2.bias' "
+            "(for tfmc tensor 'encoder_layers.1.norm2.bias')") in err
+
+
+def test_wrong_shape_is_named(tmp_path, capsys):
+    sd = tutorial_model().state_dict()
+    sd["decoder_layers.1.feed_forward.linear2.bias"] = torch.zeros(5)
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 1 and "'decoder_layers.1.feed_forward.linear2.bias'" in err and "expected [32]" in err
+
+
+def test_num_heads_required(tmp_path, capsys):
+    for layout, model in (("tutorial", tutorial_model()), ("torch-nn-transformer", torchnn_model(False))):
+        rc, _, err = run([save(tmp_path, model.state_dict()), "-o", tmp_path / "o", "--layout", layout,
+                          "--max-len", 40], capsys)
+        assert rc == 1 and f"--num-heads is required for layout {layout}" in err
+
+
+def test_max_len_required_without_pe_buffer(tmp_path, capsys):
+    rc, _, err = run([save(tmp_path, torchnn_model(False).state_dict()), "-o", tmp_path / "o",
+                      "--layout", "torch-nn-transformer", "--num-heads", 4], capsys)
+    assert rc == 1 and "--max-len is required" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "invalid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"encoder_layers.0.norm1.weight": "a"}', "is not a tfmc tensor name (write layer indices as {i})"),
+    ('{"encoder_layers.{i}.norm1.weight": 3}', "must map to a non-empty string"),
+    ('{"encoder_layers.{i}.norm1.weight": "norm.weight"}', "use {i} on both sides or on neither"),
+])
+def test_bad_names_file(tmp_path, capsys, content, message):
+    names = tmp_path / "names.json"
+    names.write_text(content)
+    ckpt = save(tmp_path, tutorial_model().state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4, "--names", names],
+                     capsys)
+    assert rc == 1 and message in err and err.startswith("error: --names ")
+
+
+class WritesAFile:
+    """Unpickling this would create a file: what a malicious checkpoint could do."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (builtins.open, (self.path, "w"))
+
+
+def test_pickled_objects_are_refused_not_run(tmp_path):
+    marker = tmp_path / "pwned"
+    ckpt = save(tmp_path, {"state_dict": tutorial_model().state_dict(), "extra": WritesAFile(marker)})
+    res = subprocess.run([sys.executable, TOOL, str(ckpt), "-o", str(tmp_path / "o"), "--layout", "tutorial",
+                          "--num-heads", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert res.returncode == 1
+    assert res.stderr.startswith("error: refusing to load") and res.stderr.count("\n") == 1
+    assert not marker.exists()
+    assert not (tmp_path / "o").exists()
+
+
+def test_torchscript_archives_are_refused(tmp_path, capsys):
+    """torch.load would pass a TorchScript archive to torch.jit.load even with weights_only."""
+    path = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 3)), str(path))
+    rc, _, err = run([path, "-o", tmp_path / "o", "--layout", "tutorial"], capsys)
+    assert rc == 1 and "it is a TorchScript archive" in err
+
+
+def test_fallback_unpickler_refuses_too(tmp_path):
+    """The restricted unpickler used where torch.load lacks weights_only."""
+    marker = tmp_path / "pwned"
+    ckpt = save(tmp_path, {"state_dict": {"w": torch.ones(2)}, "extra": WritesAFile(marker)})
+    with pytest.raises(tool.ImportFailure, match="refusing to load"):
+        tool.load_checkpoint(str(ckpt), use_fallback=True)
+    assert not marker.exists()
+    good = save(tmp_path, tutorial_model().state_dict(), "good.pt")
+    tensors = tool.load_checkpoint(str(good), use_fallback=True)
+    assert set(tensors) == set(tutorial_model().state_dict())
+
+
+def test_command_line_errors_are_one_line(tmp_path):
+    junk = tmp_path / "junk.pt"
+    junk.write_text("not a checkpoint")
+    for argv in ([str(junk), "-o", str(tmp_path / "o"), "--layout", "tutorial"],
+                 [str(tmp_path / "absent.pt"), "-o", str(tmp_path / "o"), "--layout", "tutorial"],
+                 [str(junk), "--layout", "tutorial"],
+                 [str(junk), "-o", str(tmp_path / "o"), "--layout", "bogus"]):
+        res = subprocess.run([sys.executable, TOOL] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        assert res.returncode == 1, argv
+        assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
