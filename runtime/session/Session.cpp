@@ -2,6 +2,7 @@
 #include "runtime/session/Session.h"
 
 #include "runtime/decoding/GreedySearch.h"
+#include "runtime/session/BatchDecoder.h"
 #include "runtime/session/Buffer.h"
 #include "runtime/session/CallFrame.h"
 
@@ -159,36 +160,6 @@ llvm::Error Session::checkIds(const TokenRows &rows, int64_t vocab,
   return llvm::Error::success();
 }
 
-namespace {
-
-/// Right-padded source batch: ids + eos, truncated to max_len tokens.
-struct SourceBatch {
-  int64_t rows = 0, length = 0;
-  Buffer<int32_t> ids;
-  Buffer<int32_t> lengths;
-};
-
-SourceBatch padSources(const TokenRows &sources, int64_t maxTokens,
-                       const SpecialIds &special) {
-  SourceBatch batch;
-  batch.rows = static_cast<int64_t>(sources.size());
-  for (const auto &s : sources)
-    batch.length = std::max<int64_t>(
-        batch.length, std::min<int64_t>(s.size(), maxTokens) + 1);
-  batch.ids.resize(batch.rows * batch.length);
-  batch.lengths.resize(batch.rows);
-  for (int64_t r = 0; r < batch.rows; ++r) {
-    int64_t n = std::min<int64_t>(sources[r].size(), maxTokens);
-    int32_t *row = batch.ids.data() + r * batch.length;
-    std::fill(row, row + batch.length, special.pad);
-    std::copy(sources[r].begin(), sources[r].begin() + n, row);
-    row[n] = special.eos;
-    batch.lengths[r] = static_cast<int32_t>(n + 1);
-  }
-  return batch;
-}
-
-} // namespace
 
 /// In place over each [vocab] row: log_softmax or softmax.
 static void normalizeRows(std::vector<float> &values, int64_t vocab,
@@ -312,149 +283,6 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   return logits;
 }
 
-namespace tfmc::runtime {
-
-/// Per-batch decoder state: cross-attention keys/values from the encoder and
-/// self-attention KV caches, all sized once for the batch.
-class BatchDecoder : public IncrementalDecoder {
-public:
-  BatchDecoder(Session &session, Session::Frames &frames, SourceBatch source,
-               int64_t maxSteps, int64_t slotsPerRow)
-      : session(session), encodeFrame(*frames.encode),
-        frame(*frames.decodeStep), src(std::move(source)),
-        capacity(std::max<int64_t>(maxSteps, 1)) {
-    const frontend::Architecture &arch = session.loaded.desc.arch;
-    layers = arch.numDecoderLayers;
-    dModel = arch.dModel;
-    vocab = session.loaded.targetVocab.size();
-    active = src.rows;
-    // Beam search keeps up to slotsPerRow hypotheses (slots) per row.
-    slots = src.rows * std::max<int64_t>(slotsPerRow, 1);
-    for (int64_t l = 0; l < 2 * layers; ++l) {
-      cross.emplace_back(slots * src.length * dModel);
-      self.emplace_back(slots * capacity * dModel);
-    }
-    Buffer<int32_t> lengths(slots);
-    std::copy(src.lengths.data(), src.lengths.data() + src.rows,
-              lengths.data());
-    src.lengths = std::move(lengths);
-    tokens.resize(slots);
-    logits.resize(slots * vocab);
-    // Argument indices of the per-layer buffers, looked up once rather than
-    // by name at every step.
-    for (int64_t l = 0; l < layers; ++l) {
-      for (const char *kv : {"key.", "value."}) {
-        std::string suffix = kv + std::to_string(l);
-        crossArgs.push_back(frame.find("cross_" + suffix));
-        selfArgs.push_back(frame.find("self_" + suffix));
-      }
-    }
-  }
-
-  llvm::Error encode() {
-    CallFrame &f = encodeFrame;
-    f.bind("src_ids", src.ids.data(), {src.rows, src.length});
-    f.bind("src_lengths", src.lengths.data(), {src.rows});
-    for (int64_t l = 0; l < layers; ++l) {
-      std::string n = std::to_string(l);
-      f.bind("cross_key." + n, cross[2 * l].data(),
-             {src.rows, src.length, dModel});
-      f.bind("cross_value." + n, cross[2 * l + 1].data(),
-             {src.rows, src.length, dModel});
-    }
-    return f.call();
-  }
-
-  llvm::Error takeError() override {
-    if (!failure)
-      return llvm::Error::success();
-    return std::move(failure);
-  }
-
-  int64_t vocabSize() const override { return vocab; }
-  int64_t activeSlots() const override { return active; }
-
-  const float *step(llvm::ArrayRef<int32_t> next) override {
-    std::copy(next.begin(), next.end(), tokens.data());
-    frame.bind("tokens", tokens.data(), {active, 1});
-    frame.bindScalar("step", position);
-    frame.bind("src_lengths", src.lengths.data(), {active});
-    for (int64_t i = 0; i < 2 * layers; ++i) {
-      frame.bind(crossArgs[i], cross[i].data(), {active, src.length, dModel});
-      frame.bind(selfArgs[i], self[i].data(), {active, capacity, dModel});
-    }
-    frame.bind("logits", logits.data(), {active, 1, vocab});
-    // Keep the first failure; the search still runs to its end.
-    if (llvm::Error e = frame.call()) {
-      if (!failure)
-        failure = std::move(e);
-      else
-        llvm::consumeError(std::move(e));
-    }
-    ++position;
-    return logits.data();
-  }
-
-  void reorder(llvm::ArrayRef<int64_t> sources) override {
-    auto n = static_cast<int64_t>(sources.size());
-    if (n > slots)
-      llvm::report_fatal_error("tfmc: more hypotheses than decoder slots");
-    bool inPlace = true;
-    for (int64_t i = 0; i < n; ++i)
-      inPlace &= sources[i] >= i;
-    // Sources never precede their destination in the greedy compaction, so
-    // rows can move in place front to back; repeats (beams) go through a
-    // copy of the old state.
-    std::vector<int64_t> seen(active, 0);
-    for (int64_t s : sources)
-      inPlace &= ++seen[s] == 1;
-    int64_t crossRow = src.length * dModel, selfRow = capacity * dModel;
-    int64_t selfUsed = position * dModel;
-    auto move = [&](std::vector<Buffer<float>> &buffers, int64_t rowSize,
-                    int64_t used) {
-      for (Buffer<float> &buffer : buffers) {
-        if (inPlace) {
-          for (int64_t i = 0; i < n; ++i)
-            if (sources[i] != i)
-              std::memcpy(buffer.data() + i * rowSize,
-                          buffer.data() + sources[i] * rowSize,
-                          used * sizeof(float));
-          continue;
-        }
-        Buffer<float> copy(buffer.size());
-        for (int64_t i = 0; i < n; ++i)
-          std::memcpy(copy.data() + i * rowSize,
-                      buffer.data() + sources[i] * rowSize,
-                      used * sizeof(float));
-        buffer = std::move(copy);
-      }
-    };
-    move(cross, crossRow, crossRow);
-    move(self, selfRow, selfUsed);
-    std::vector<int32_t> lengths(src.lengths.data(),
-                                 src.lengths.data() + active);
-    for (int64_t i = 0; i < n; ++i)
-      src.lengths[i] = lengths[sources[i]];
-    active = n;
-  }
-
-private:
-  Session &session;
-  CallFrame &encodeFrame, &frame;
-  SourceBatch src;
-  int64_t capacity, slots = 0, layers = 0, dModel = 0, vocab = 0;
-  int64_t active = 0;
-  int64_t position = 0;
-  // [2 * layer + {0: keys, 1: values}]
-  std::vector<Buffer<float>> cross, self;
-  // decode_step's argument index of cross[i] and self[i].
-  std::vector<int> crossArgs, selfArgs;
-  Buffer<int32_t> tokens;
-  Buffer<float> logits;
-  llvm::Error failure = llvm::Error::success();
-};
-
-} // namespace tfmc::runtime
 
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
@@ -474,9 +302,16 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
     return error("this session was opened without translation");
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
     return std::move(e);
+  const frontend::Architecture &arch = loaded.desc.arch;
+  BatchShape shape;
+  shape.layers = arch.numDecoderLayers;
+  shape.dModel = arch.dModel;
+  shape.vocab = loaded.targetVocab.size();
+  shape.maxSteps = maxSteps;
+  shape.slotsPerRow = slotsPerRow;
   auto decoder = std::make_unique<BatchDecoder>(
-      *this, workerFrames, padSources(sources, maxSourceTokens(), specialIds()),
-      maxSteps, slotsPerRow);
+      *workerFrames.encode, *workerFrames.decodeStep,
+      padSources(sources, maxSourceTokens(), specialIds()), shape);
   if (llvm::Error e = decoder->encode())
     return std::move(e);
   return std::move(decoder);

@@ -129,7 +129,6 @@ private:
                                 const SearchOptions &options,
                                 int64_t slotsPerRow, Search search);
 
-  friend class BatchDecoder;
   frontend::Model loaded;
   std::unique_ptr<CompiledModel> compiledModel;
   std::vector<float> positionalTable;

@@ -1,0 +1,199 @@
+//===- BatchDecoder.cpp - a batch's KV caches and decoder steps -----------===//
+#include "runtime/session/BatchDecoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+using namespace tfmc::runtime;
+
+BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
+                           SourceBatch source, const BatchShape &shape)
+    : encodeFrame(encode), frame(decodeStep), src(std::move(source)),
+      capacity(std::max<int64_t>(shape.maxSteps, 1)),
+      slots(src.rows * std::max<int64_t>(shape.slotsPerRow, 1)),
+      layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
+      active(src.rows) {
+  bool beams = slots > src.rows;
+  for (int64_t l = 0; l < 2 * layers; ++l) {
+    rowStore.emplace_back(src.rows * src.length * dModel);
+    // Greedy decoding never forks: slots are rows, compacted in place, and
+    // the row store itself serves as the slots' cross keys/values.
+    if (beams)
+      cross.emplace_back(slots * src.length * dModel);
+    self.emplace_back(slots * capacity * dModel);
+    if (beams)
+      scratch.emplace_back(slots * capacity * dModel);
+  }
+  slotRow.resize(slots);
+  for (int64_t r = 0; r < src.rows; ++r)
+    slotRow[r] = r;
+  slotLengths.resize(slots);
+  std::copy(src.lengths.data(), src.lengths.data() + src.rows,
+            slotLengths.data());
+  tokens.resize(slots);
+  logits.resize(slots * vocab);
+  // Argument indices of the per-layer buffers, looked up once rather than
+  // by name at every step.
+  for (int64_t l = 0; l < layers; ++l) {
+    for (const char *kv : {"key.", "value."}) {
+      std::string suffix = kv + std::to_string(l);
+      crossArgs.push_back(frame.find("cross_" + suffix));
+      selfArgs.push_back(frame.find("self_" + suffix));
+    }
+  }
+}
+
+llvm::Error BatchDecoder::encode() {
+  CallFrame &f = encodeFrame;
+  f.bind("src_ids", src.ids.data(), {src.rows, src.length});
+  f.bind("src_lengths", src.lengths.data(), {src.rows});
+  for (int64_t l = 0; l < layers; ++l) {
+    std::string n = std::to_string(l);
+    f.bind("cross_key." + n, rowStore[2 * l].data(),
+           {src.rows, src.length, dModel});
+    f.bind("cross_value." + n, rowStore[2 * l + 1].data(),
+           {src.rows, src.length, dModel});
+  }
+  if (llvm::Error e = f.call())
+    return e;
+  // Slot r holds row r to begin with.
+  int64_t rowSize = src.length * dModel;
+  for (size_t i = 0; i < cross.size(); ++i)
+    std::memcpy(cross[i].data(), rowStore[i].data(),
+                src.rows * rowSize * sizeof(float));
+  return llvm::Error::success();
+}
+
+llvm::Error BatchDecoder::takeError() {
+  if (!failure)
+    return llvm::Error::success();
+  return std::move(failure);
+}
+
+const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
+  std::copy(next.begin(), next.end(), tokens.data());
+  frame.bind("tokens", tokens.data(), {active, 1});
+  frame.bindScalar("step", position);
+  frame.bind("src_lengths", slotLengths.data(), {active});
+  std::vector<Buffer<float>> &crossSlots = cross.empty() ? rowStore : cross;
+  for (int64_t i = 0; i < 2 * layers; ++i) {
+    frame.bind(crossArgs[i], crossSlots[i].data(),
+               {active, src.length, dModel});
+    frame.bind(selfArgs[i], self[i].data(), {active, capacity, dModel});
+  }
+  frame.bind("logits", logits.data(), {active, 1, vocab});
+  // Keep the first failure; the search still runs to its end.
+  if (llvm::Error e = frame.call()) {
+    if (!failure)
+      failure = std::move(e);
+    else
+      llvm::consumeError(std::move(e));
+  }
+  ++position;
+  return logits.data();
+}
+
+void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
+  auto n = static_cast<int64_t>(sources.size());
+  if (n > slots)
+    llvm::report_fatal_error("tfmc: more hypotheses than decoder slots");
+  std::vector<int64_t> newRows(n);
+  for (int64_t i = 0; i < n; ++i)
+    newRows[i] = slotRow[sources[i]];
+  moveSelfCaches(sources);
+  placeCrossRows(sources, newRows);
+  std::vector<int32_t> lengths(slotLengths.data(),
+                               slotLengths.data() + active);
+  for (int64_t i = 0; i < n; ++i)
+    slotLengths[i] = lengths[sources[i]];
+  std::copy(newRows.begin(), newRows.end(), slotRow.begin());
+  active = n;
+}
+
+void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
+  auto n = static_cast<int64_t>(sources.size());
+  int64_t rowSize = capacity * dModel;
+  size_t usedBytes = position * dModel * sizeof(float);
+  // Slot j must be saved when another slot continues it and j itself is
+  // about to be overwritten (it continues someone else, or leaves).
+  std::vector<int64_t> savedAt(active, -1);
+  int64_t saved = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = sources[i];
+    bool overwritten = j >= n || sources[j] != j;
+    if (j != i && overwritten && savedAt[j] < 0)
+      savedAt[j] = saved++;
+  }
+  // Without forks (greedy compaction) every source lies at or after its
+  // destination: moving front to back reads each slot before it is
+  // overwritten, so nothing needs saving.
+  bool forwardOnly = true;
+  for (int64_t i = 0; i < n; ++i)
+    forwardOnly &= sources[i] >= i;
+  std::vector<int64_t> seen(active, 0);
+  for (int64_t s : sources)
+    forwardOnly &= ++seen[s] == 1;
+  // Only beam decoders (more slots than rows) fork.
+  if (!forwardOnly && scratch.empty())
+    llvm::report_fatal_error("tfmc: a greedy decoder was asked to fork");
+  for (size_t b = 0; b < self.size(); ++b) {
+    float *data = self[b].data();
+    if (forwardOnly) {
+      for (int64_t i = 0; i < n; ++i)
+        if (sources[i] != i)
+          std::memcpy(data + i * rowSize, data + sources[i] * rowSize,
+                      usedBytes);
+      continue;
+    }
+    float *save = scratch[b].data();
+    for (int64_t j = 0; j < active; ++j)
+      if (savedAt[j] >= 0)
+        std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize,
+                    usedBytes);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t j = sources[i];
+      if (j == i)
+        continue;
+      const float *from =
+          savedAt[j] >= 0 ? save + savedAt[j] * rowSize : data + j * rowSize;
+      std::memcpy(data + i * rowSize, from, usedBytes);
+    }
+  }
+}
+
+void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
+                                  llvm::ArrayRef<int64_t> newRows) {
+  auto n = static_cast<int64_t>(newRows.size());
+  int64_t rowSize = src.length * dModel;
+  if (cross.empty()) {
+    // Greedy: slots are rows compacted in place (sources ascending, see
+    // moveSelfCaches), so the row store moves like the self caches.
+    for (size_t b = 0; b < rowStore.size(); ++b)
+      for (int64_t i = 0; i < n; ++i)
+        if (sources[i] != i)
+          std::memcpy(rowStore[b].data() + i * rowSize,
+                      rowStore[b].data() + sources[i] * rowSize,
+                      rowSize * sizeof(float));
+    return;
+  }
+  // Beams: a slot is rewritten only when it starts holding another row,
+  // from that row's untouched copy in the row store.
+  for (int64_t i = 0; i < n; ++i) {
+    if (newRows[i] == slotRow[i])
+      continue;
+    for (size_t b = 0; b < cross.size(); ++b)
+      std::memcpy(cross[b].data() + i * rowSize,
+                  rowStore[b].data() + newRows[i] * rowSize,
+                  rowSize * sizeof(float));
+  }
+}
+
+size_t BatchDecoder::bytes() const {
+  size_t total = 0;
+  for (const auto *group : {&rowStore, &cross, &self, &scratch})
+    for (const Buffer<float> &b : *group)
+      total += b.size() * sizeof(float);
+  return total + (tokens.size() + slotLengths.size()) * sizeof(int32_t) +
+         logits.size() * sizeof(float) + src.ids.size() * sizeof(int32_t);
+}

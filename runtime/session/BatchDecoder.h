@@ -1,0 +1,82 @@
+//===- BatchDecoder.h - a batch's KV caches and decoder steps ---*- C++ -*-===//
+//
+// The state of one batch being decoded: cross-attention keys/values from
+// the encoder and self-attention KV caches, sized once for the batch, and
+// the compiled decode_step called over the active slots.
+//
+// Slots are the hypotheses being extended (one per row for greedy, up to K
+// per row for beam search), always contiguous 0..active-1 because the
+// compiled step runs over a dense batch. Reordering them (beams that fork,
+// hypotheses and rows that finish) never allocates:
+//  * cross-attention keys/values depend only on the source row: they are
+//    kept once per row (rowStore) and copied into a slot only when the slot
+//    starts holding another row (a row's first fork, rows leaving);
+//  * self-attention caches move only the slots whose parent changed, and
+//    only their filled positions; a slot that is both read and overwritten
+//    is saved to a scratch area first.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_SESSION_BATCHDECODER_H
+#define RUNTIME_SESSION_BATCHDECODER_H
+
+#include "runtime/decoding/IncrementalDecoder.h"
+#include "runtime/session/Buffer.h"
+#include "runtime/session/CallFrame.h"
+#include "runtime/session/SourceBatch.h"
+
+#include <vector>
+
+namespace tfmc::runtime {
+
+struct BatchShape {
+  int64_t layers = 0, dModel = 0, vocab = 0;
+  /// Decoder positions each slot may fill (the batch's length limit).
+  int64_t maxSteps = 1;
+  /// Hypotheses per row (beam size; 1 for greedy).
+  int64_t slotsPerRow = 1;
+};
+
+class BatchDecoder : public IncrementalDecoder {
+public:
+  BatchDecoder(CallFrame &encode, CallFrame &decodeStep, SourceBatch source,
+               const BatchShape &shape);
+
+  /// Runs the encoder: fills every row's cross-attention keys/values.
+  llvm::Error encode();
+
+  int64_t vocabSize() const override { return vocab; }
+  int64_t activeSlots() const override { return active; }
+  const float *step(llvm::ArrayRef<int32_t> next) override;
+  void reorder(llvm::ArrayRef<int64_t> sources) override;
+  llvm::Error takeError() override;
+
+  /// Bytes of every buffer the decoder holds (KV caches, logits, ...).
+  size_t bytes() const;
+
+private:
+  void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
+  void placeCrossRows(llvm::ArrayRef<int64_t> sources,
+                      llvm::ArrayRef<int64_t> newRows);
+
+  CallFrame &encodeFrame, &frame;
+  SourceBatch src;
+  int64_t capacity, slots, layers, dModel, vocab;
+  int64_t active = 0, position = 0;
+  /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
+  /// and per slot (what decode_step reads).
+  std::vector<Buffer<float>> rowStore, cross, self;
+  /// Self caches of slots saved during a reorder.
+  std::vector<Buffer<float>> scratch;
+  /// The source row each slot holds, and each slot's source length.
+  std::vector<int64_t> slotRow;
+  Buffer<int32_t> slotLengths;
+  /// decode_step's argument index of cross[i] and self[i].
+  std::vector<int> crossArgs, selfArgs;
+  Buffer<int32_t> tokens;
+  Buffer<float> logits;
+  llvm::Error failure = llvm::Error::success();
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_BATCHDECODER_H
