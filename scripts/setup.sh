@@ -2,8 +2,9 @@
 # Installs every Debian 12 package tfmc needs (only the missing ones), then
 # configures and builds into build/. Safe to re-run.
 #   scripts/setup.sh                 # toolchain + libraries, then build
-#   scripts/setup.sh --reference     # also PyTorch/NumPy/SentencePiece for
-#                                    # tests/reference and training scripts
+#   scripts/setup.sh --reference     # also PyTorch/NumPy/SentencePiece/pytest
+#                                    # for tests/reference, the PyTorch importer
+#                                    # and its tests, and training scripts
 #   TFMC_SKIP_PACKAGES=1 scripts/setup.sh
 #                                    # not Debian 12: you installed the
 #                                    # equivalents yourself; just build
@@ -46,6 +47,7 @@ if ((reference)); then
     "python3-numpy|NumPy"
     "python3-sentencepiece|SentencePiece for Python"
     "libopenblas0-openmp|OpenBLAS (fast BLAS for PyTorch)"
+    "python3-pytest|pytest (importer tests)"
   )
 fi
 
