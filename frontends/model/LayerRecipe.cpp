@@ -215,13 +215,14 @@ private:
     std::vector<StringRef> required = {"self_attn", "ffn"};
     if (kind == LayerKind::Decoder)
       required.insert(required.begin() + 1, "cross_attn");
+    // A missing sublayer is noticed at the end of the text.
     for (StringRef name : required)
       if (!counts.lookup(name))
-        return createStringError(
-            inconvertibleErrorCode(),
-            "no " + name + " (a" +
-                (kind == LayerKind::Decoder ? " decoder" : "n encoder") +
-                " layer needs exactly one)");
+        return recipeError(tokens.back().column,
+                           "no " + name + " (a" +
+                               (kind == LayerKind::Decoder ? " decoder"
+                                                           : "n encoder") +
+                               " layer needs exactly one)");
     return Error::success();
   }
 

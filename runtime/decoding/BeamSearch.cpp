@@ -1,5 +1,6 @@
 //===- BeamSearch.cpp - beam search with length normalisation -------------===//
 #include "runtime/decoding/BeamSearch.h"
+#include "runtime/decoding/RepetitionGuards.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,6 +52,31 @@ double normalised(double score, int64_t length, double alpha) {
   return score / std::pow(double(length), alpha);
 }
 
+/// Keeps the best `capacity` candidates of one hypothesis, best first by
+/// (score desc, token asc). Tokens arrive in ascending order, so a later
+/// token ties below an earlier one.
+class TopCandidates {
+public:
+  explicit TopCandidates(size_t capacity) : capacity(capacity) {}
+  void clear() { items.clear(); }
+  void offer(double score, int64_t hypothesis, int32_t token) {
+    if (items.size() == capacity && !(score > items.back().score))
+      return;
+    Candidate c{score, hypothesis, token};
+    auto at = std::upper_bound(
+        items.begin(), items.end(), c,
+        [](const Candidate &x, const Candidate &y) { return x.score > y.score; });
+    items.insert(at, c);
+    if (items.size() > capacity)
+      items.pop_back();
+  }
+  const std::vector<Candidate> &best() const { return items; }
+
+private:
+  size_t capacity;
+  std::vector<Candidate> items;
+};
+
 } // namespace
 
 std::vector<std::vector<Hypothesis>>
@@ -61,32 +87,57 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   int64_t beam = std::max<int64_t>(options.beamSize, 1);
   int64_t vocab = decoder.vocabSize();
   std::vector<Row> state(rows);
-  for (int64_t r = 0; r < rows; ++r)
+  std::vector<int64_t> limit(rows);
+  int64_t longest = 0;
+  for (int64_t r = 0; r < rows; ++r) {
     state[r].active.push_back({{}, 0.0, r});
+    limit[r] = rowLengthLimit(options, decoder.sourceTokens(r));
+    longest = std::max(longest, limit[r]);
+  }
   std::vector<int32_t> tokens(rows, special.bos);
-  std::vector<float> logp;
+  std::vector<float> logp, guarded;
+  bool guards = guardsActive(options);
+  TopCandidates top(2 * beam);
 
-  for (int64_t step = 0; step < options.maxLength; ++step) {
+  for (int64_t step = 0; step < longest; ++step) {
     const float *logits = decoder.step(tokens);
     std::vector<int64_t> sources;
     std::vector<int32_t> nextTokens;
-    bool last = step + 1 == options.maxLength;
-    for (Row &row : state) {
+    for (int64_t r = 0; r < rows; ++r) {
+      Row &row = state[r];
       if (row.done)
         continue;
+      bool last = step + 1 == limit[r];
+      // Of all candidates only the first 2K matter, and those are among
+      // each hypothesis's own best 2K.
       std::vector<Candidate> candidates;
       for (size_t h = 0; h < row.active.size(); ++h) {
         const Active &a = row.active[h];
-        logSoftmax(logits + a.slot * vocab, vocab, logp);
+        const float *hypothesisLogits = logits + a.slot * vocab;
+        std::vector<int32_t> banned;
+        if (guards) {
+          guarded.assign(hypothesisLogits, hypothesisLogits + vocab);
+          penalizeRepeats(guarded.data(), a.ids, options.repetitionPenalty);
+          banned = repeatedNgramTokens(a.ids, options.noRepeatNgramSize);
+          hypothesisLogits = guarded.data();
+        }
+        logSoftmax(hypothesisLogits, vocab, logp);
         bool allowEos = static_cast<int64_t>(a.ids.size()) >= options.minLength;
+        top.clear();
+        const int32_t *nextBanned = banned.data();
+        const int32_t *bannedEnd = banned.data() + banned.size();
         for (int64_t v = 0; v < vocab; ++v) {
           auto id = static_cast<int32_t>(v);
-          if (id == special.pad || id == special.bos ||
+          while (nextBanned != bannedEnd && *nextBanned < id)
+            ++nextBanned;
+          if ((nextBanned != bannedEnd && *nextBanned == id) ||
+              id == special.pad || id == special.bos ||
               (id == special.eos && !allowEos))
             continue;
-          candidates.push_back(
-              {a.score + double(logp[v]), static_cast<int64_t>(h), id});
+          top.offer(a.score + double(logp[v]), static_cast<int64_t>(h), id);
         }
+        candidates.insert(candidates.end(), top.best().begin(),
+                          top.best().end());
       }
       auto better = [](const Candidate &x, const Candidate &y) {
         if (x.score != y.score)
@@ -122,11 +173,11 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
         continue;
       }
       if (last || next.empty()) {
-        // Out of steps: the remaining hypotheses finish at max length.
+        // Out of steps: the remaining hypotheses finish at the row's limit.
         for (Active &a : next)
-          row.finished.push_back({{a.ids, normalised(a.score, options.maxLength,
-                                                     options.lengthPenalty)},
-                                  row.finishOrder++});
+          row.finished.push_back(
+              {{a.ids, normalised(a.score, limit[r], options.lengthPenalty)},
+               row.finishOrder++});
         row.done = true;
         continue;
       }

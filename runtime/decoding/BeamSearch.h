@@ -19,8 +19,9 @@ struct Hypothesis {
 /// ranked by total score (ties: lower hypothesis, then lower token); of the
 /// first 2K, an eos ranked below K finishes with score / L^alpha (L counts
 /// eos), other eos are dropped, the rest fill the next K actives. A row ends
-/// with K finished hypotheses or at maxLength (remaining actives finish
-/// with L = maxLength). Returns each row's n-best, best first (ties: the
+/// with K finished hypotheses or at its length limit (rowLengthLimit;
+/// remaining actives finish with L = that limit). Repetition guards
+/// penalise logits before the log_softmax and drop barred tokens. Returns each row's n-best, best first (ties: the
 /// earlier finished first), at most K.
 std::vector<std::vector<Hypothesis>> beamSearch(IncrementalDecoder &decoder,
                                                 const SearchOptions &options,

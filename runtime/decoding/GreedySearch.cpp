@@ -1,14 +1,23 @@
 //===- GreedySearch.cpp - greedy decoding ---------------------------------===//
 #include "runtime/decoding/GreedySearch.h"
+#include "runtime/decoding/RepetitionGuards.h"
+
+#include <algorithm>
 
 using namespace tfmc::runtime;
 
 int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
-                                 const SpecialIds &special, bool allowEos) {
+                                 const SpecialIds &special, bool allowEos,
+                                 llvm::ArrayRef<int32_t> banned) {
   int32_t best = -1;
   float bestValue = 0;
+  const int32_t *nextBanned = banned.begin();
   for (int64_t v = 0; v < vocab; ++v) {
     auto id = static_cast<int32_t>(v);
+    while (nextBanned != banned.end() && *nextBanned < id)
+      ++nextBanned;
+    if (nextBanned != banned.end() && *nextBanned == id)
+      continue;
     if (id == special.pad || id == special.bos ||
         (id == special.eos && !allowEos))
       continue;
@@ -33,22 +42,39 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
     slotRow[i] = i;
   std::vector<int32_t> tokens(rows, special.bos);
   int64_t vocab = decoder.vocabSize();
+  // Each row's length limit (relative to its source when asked).
+  std::vector<int64_t> limit(rows);
+  int64_t longest = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    limit[r] = rowLengthLimit(options, decoder.sourceTokens(r));
+    longest = std::max(longest, limit[r]);
+  }
+  bool guards = guardsActive(options);
+  std::vector<float> guarded;
 
-  for (int64_t step = 0; step < options.maxLength && !slotRow.empty(); ++step) {
+  for (int64_t step = 0; step < longest && !slotRow.empty(); ++step) {
     const float *logits = decoder.step(tokens);
     std::vector<bool> finished(slotRow.size(), false);
     bool anyFinished = false;
     for (size_t i = 0; i < slotRow.size(); ++i) {
       std::vector<int32_t> &out = outputs[slotRow[i]];
       bool allowEos = static_cast<int64_t>(out.size()) >= options.minLength;
-      int32_t token = bestToken(logits + i * vocab, vocab, special, allowEos);
+      const float *row = logits + i * vocab;
+      std::vector<int32_t> banned;
+      if (guards) {
+        guarded.assign(row, row + vocab);
+        penalizeRepeats(guarded.data(), out, options.repetitionPenalty);
+        banned = repeatedNgramTokens(out, options.noRepeatNgramSize);
+        row = guarded.data();
+      }
+      int32_t token = bestToken(row, vocab, special, allowEos, banned);
       if (token == special.eos || token < 0) {
         finished[i] = true;
       } else {
         out.push_back(token);
         tokens[i] = token;
-        // max-length counts eos: a row that has maxLength tokens is done.
-        finished[i] = static_cast<int64_t>(out.size()) >= options.maxLength;
+        // The limit counts eos: a row that has `limit` tokens is done.
+        finished[i] = static_cast<int64_t>(out.size()) >= limit[slotRow[i]];
       }
       anyFinished |= finished[i];
     }

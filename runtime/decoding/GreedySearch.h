@@ -11,16 +11,21 @@ namespace tfmc::runtime {
 /// Decodes every slot of `decoder` (slot i = batch row i) greedily: the
 /// argmax of each step's logits over all tokens but pad and bos (and eos
 /// while fewer than minLength tokens are out), lowest id on ties. A row
-/// stops at eos or after maxLength tokens (eos included); finished rows are
-/// dropped from the batch. Outputs exclude bos and eos.
+/// stops at eos or after its length limit (rowLengthLimit; eos included);
+/// finished rows are dropped from the batch. With repetition guards the
+/// logits are penalised and repeated n-grams barred before the argmax.
+/// Outputs exclude bos and eos.
 std::vector<std::vector<int32_t>> greedySearch(IncrementalDecoder &decoder,
                                                const SearchOptions &options,
                                                const SpecialIds &special);
 
 /// The best allowed token of one row of logits (shared with beam search
 /// tests): skips pad and bos, and eos when `allowEos` is false.
+/// The argmax over the allowed tokens (not pad, bos, eos unless allowEos,
+/// nor any of `banned`, which is sorted); ties go to the lowest id. -1 when
+/// nothing is allowed.
 int32_t bestToken(const float *logits, int64_t vocab, const SpecialIds &special,
-                  bool allowEos);
+                  bool allowEos, llvm::ArrayRef<int32_t> banned = {});
 
 } // namespace tfmc::runtime
 

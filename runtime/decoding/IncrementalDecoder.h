@@ -5,6 +5,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace tfmc::runtime {
@@ -25,6 +26,9 @@ public:
   /// A failure of a step (a kernel error), reported once the search ends;
   /// the search itself always terminates.
   virtual llvm::Error takeError() { return llvm::Error::success(); }
+  /// Source tokens of batch row `row` (its ids after truncation, plus eos):
+  /// what the length limit is relative to.
+  virtual int64_t sourceTokens(int64_t row) const = 0;
 };
 
 struct SpecialIds {
@@ -32,12 +36,29 @@ struct SpecialIds {
 };
 
 struct SearchOptions {
+  /// The most tokens a row generates, eos included...
   int64_t maxLength = 256;
+  /// ...and at most ceil(maxLengthFactor * source tokens incl. eos) +
+  /// maxLengthOffset of them; a factor of 0 turns that limit off. (The CLI
+  /// defaults are 3 and 10; the library's factor defaults to off.)
+  double maxLengthFactor = 0;
+  int64_t maxLengthOffset = 10;
   int64_t minLength = 0;
   int64_t beamSize = 1;
   double lengthPenalty = 1.0;
   int64_t nBest = 1;
+  /// A token that would complete an n-gram of this size already in the
+  /// hypothesis is forbidden (0: off).
+  int64_t noRepeatNgramSize = 0;
+  /// Logits of tokens already generated are divided by this when positive,
+  /// multiplied when negative (1: off).
+  double repetitionPenalty = 1.0;
 };
+
+/// The most tokens a row whose source has `sourceTokens` tokens (eos
+/// included) may generate: min(maxLength, ceil(factor * sourceTokens) +
+/// offset), or maxLength when the factor is 0.
+int64_t rowLengthLimit(const SearchOptions &options, int64_t sourceTokens);
 
 } // namespace tfmc::runtime
 

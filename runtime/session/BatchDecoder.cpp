@@ -8,22 +8,22 @@
 using namespace tfmc::runtime;
 
 BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
-                           SourceBatch source, const BatchShape &shape)
-    : encodeFrame(encode), frame(decodeStep), src(std::move(source)),
+                           SourceBatch source, const BatchShape &shape,
+                           DecoderArena &arena)
+    : encodeFrame(encode), frame(decodeStep), arena(arena),
+      src(std::move(source)),
       capacity(std::max<int64_t>(shape.maxSteps, 1)),
       slots(src.rows * std::max<int64_t>(shape.slotsPerRow, 1)),
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
   bool beams = slots > src.rows;
   for (int64_t l = 0; l < 2 * layers; ++l) {
-    rowStore.emplace_back(src.rows * src.length * dModel);
+    rowStore.push_back(arena.acquire(src.rows * src.length * dModel));
     // Greedy decoding never forks: slots are rows, compacted in place, and
     // the row store itself serves as the slots' cross keys/values.
     if (beams)
-      cross.emplace_back(slots * src.length * dModel);
-    self.emplace_back(slots * capacity * dModel);
-    if (beams)
-      scratch.emplace_back(slots * capacity * dModel);
+      cross.push_back(arena.acquire(slots * src.length * dModel));
+    self.push_back(arena.acquire(slots * capacity * dModel));
   }
   slotRow.resize(slots);
   for (int64_t r = 0; r < src.rows; ++r)
@@ -44,15 +44,17 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   }
 }
 
+BatchDecoder::~BatchDecoder() { arena.releaseAll(); }
+
 llvm::Error BatchDecoder::encode() {
   CallFrame &f = encodeFrame;
   f.bind("src_ids", src.ids.data(), {src.rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {src.rows});
   for (int64_t l = 0; l < layers; ++l) {
     std::string n = std::to_string(l);
-    f.bind("cross_key." + n, rowStore[2 * l].data(),
+    f.bind("cross_key." + n, rowStore[2 * l],
            {src.rows, src.length, dModel});
-    f.bind("cross_value." + n, rowStore[2 * l + 1].data(),
+    f.bind("cross_value." + n, rowStore[2 * l + 1],
            {src.rows, src.length, dModel});
   }
   if (llvm::Error e = f.call())
@@ -60,7 +62,7 @@ llvm::Error BatchDecoder::encode() {
   // Slot r holds row r to begin with.
   int64_t rowSize = src.length * dModel;
   for (size_t i = 0; i < cross.size(); ++i)
-    std::memcpy(cross[i].data(), rowStore[i].data(),
+    std::memcpy(cross[i], rowStore[i],
                 src.rows * rowSize * sizeof(float));
   return llvm::Error::success();
 }
@@ -76,11 +78,10 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   frame.bind("tokens", tokens.data(), {active, 1});
   frame.bindScalar("step", position);
   frame.bind("src_lengths", slotLengths.data(), {active});
-  std::vector<Buffer<float>> &crossSlots = cross.empty() ? rowStore : cross;
+  std::vector<float *> &crossSlots = cross.empty() ? rowStore : cross;
   for (int64_t i = 0; i < 2 * layers; ++i) {
-    frame.bind(crossArgs[i], crossSlots[i].data(),
-               {active, src.length, dModel});
-    frame.bind(selfArgs[i], self[i].data(), {active, capacity, dModel});
+    frame.bind(crossArgs[i], crossSlots[i], {active, src.length, dModel});
+    frame.bind(selfArgs[i], self[i], {active, capacity, dModel});
   }
   frame.bind("logits", logits.data(), {active, 1, vocab});
   // Keep the first failure; the search still runs to its end.
@@ -134,11 +135,15 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
   std::vector<int64_t> seen(active, 0);
   for (int64_t s : sources)
     forwardOnly &= ++seen[s] == 1;
-  // Only beam decoders (more slots than rows) fork.
-  if (!forwardOnly && scratch.empty())
+  // Only beam decoders (more slots than rows) fork; their scratch area is
+  // allocated at the first fork that needs it, once.
+  if (!forwardOnly && slots == src.rows)
     llvm::report_fatal_error("tfmc: a greedy decoder was asked to fork");
+  if (!forwardOnly && saved > 0 && scratch.empty())
+    for (size_t b = 0; b < self.size(); ++b)
+      scratch.push_back(arena.acquire(slots * rowSize));
   for (size_t b = 0; b < self.size(); ++b) {
-    float *data = self[b].data();
+    float *data = self[b];
     if (forwardOnly) {
       for (int64_t i = 0; i < n; ++i)
         if (sources[i] != i)
@@ -146,7 +151,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
                       usedBytes);
       continue;
     }
-    float *save = scratch[b].data();
+    float *save = scratch[b];
     for (int64_t j = 0; j < active; ++j)
       if (savedAt[j] >= 0)
         std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize,
@@ -172,8 +177,8 @@ void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
     for (size_t b = 0; b < rowStore.size(); ++b)
       for (int64_t i = 0; i < n; ++i)
         if (sources[i] != i)
-          std::memcpy(rowStore[b].data() + i * rowSize,
-                      rowStore[b].data() + sources[i] * rowSize,
+          std::memcpy(rowStore[b] + i * rowSize,
+                      rowStore[b] + sources[i] * rowSize,
                       rowSize * sizeof(float));
     return;
   }
@@ -183,17 +188,7 @@ void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
     if (newRows[i] == slotRow[i])
       continue;
     for (size_t b = 0; b < cross.size(); ++b)
-      std::memcpy(cross[b].data() + i * rowSize,
-                  rowStore[b].data() + newRows[i] * rowSize,
+      std::memcpy(cross[b] + i * rowSize, rowStore[b] + newRows[i] * rowSize,
                   rowSize * sizeof(float));
   }
-}
-
-size_t BatchDecoder::bytes() const {
-  size_t total = 0;
-  for (const auto *group : {&rowStore, &cross, &self, &scratch})
-    for (const Buffer<float> &b : *group)
-      total += b.size() * sizeof(float);
-  return total + (tokens.size() + slotLengths.size()) * sizeof(int32_t) +
-         logits.size() * sizeof(float) + src.ids.size() * sizeof(int32_t);
 }

@@ -22,6 +22,7 @@
 #include "runtime/decoding/IncrementalDecoder.h"
 #include "runtime/session/Buffer.h"
 #include "runtime/session/CallFrame.h"
+#include "runtime/session/DecoderArena.h"
 #include "runtime/session/SourceBatch.h"
 
 #include <vector>
@@ -38,8 +39,11 @@ struct BatchShape {
 
 class BatchDecoder : public IncrementalDecoder {
 public:
+  /// Buffers come from `arena` and go back to it when the decoder is
+  /// destroyed (one decoder per arena at a time).
   BatchDecoder(CallFrame &encode, CallFrame &decodeStep, SourceBatch source,
-               const BatchShape &shape);
+               const BatchShape &shape, DecoderArena &arena);
+  ~BatchDecoder() override;
 
   /// Runs the encoder: fills every row's cross-attention keys/values.
   llvm::Error encode();
@@ -49,9 +53,8 @@ public:
   const float *step(llvm::ArrayRef<int32_t> next) override;
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
+  int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
 
-  /// Bytes of every buffer the decoder holds (KV caches, logits, ...).
-  size_t bytes() const;
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
@@ -59,14 +62,15 @@ private:
                       llvm::ArrayRef<int64_t> newRows);
 
   CallFrame &encodeFrame, &frame;
+  DecoderArena &arena;
   SourceBatch src;
   int64_t capacity, slots, layers, dModel, vocab;
   int64_t active = 0, position = 0;
   /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
   /// and per slot (what decode_step reads).
-  std::vector<Buffer<float>> rowStore, cross, self;
+  std::vector<float *> rowStore, cross, self;
   /// Self caches of slots saved during a reorder.
-  std::vector<Buffer<float>> scratch;
+  std::vector<float *> scratch;
   /// The source row each slot holds, and each slot's source length.
   std::vector<int64_t> slotRow;
   Buffer<int32_t> slotLengths;

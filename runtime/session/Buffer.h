@@ -10,7 +10,8 @@
 
 namespace tfmc::runtime {
 
-/// A zero-initialised array of T aligned to a cache line, sized once.
+/// An array of T aligned to a cache line, sized once (zero-initialised
+/// unless asked otherwise).
 template <typename T> class Buffer {
 public:
   Buffer() = default;
@@ -25,15 +26,10 @@ public:
   }
   ~Buffer() { std::free(ptr); }
 
-  void resize(size_t n) {
-    std::free(ptr);
-    size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
-    ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
-    if (!ptr)
-      llvm::report_bad_alloc_error("tfmc: out of memory");
-    std::memset(ptr, 0, bytes);
-    count = n;
-  }
+  void resize(size_t n) { allocate(n, /*zero=*/true); }
+  /// Like resize, but the contents are unspecified (for storage that is
+  /// always written before it is read).
+  void resizeUninitialized(size_t n) { allocate(n, /*zero=*/false); }
 
   T *data() { return ptr; }
   const T *data() const { return ptr; }
@@ -42,6 +38,17 @@ public:
   const T &operator[](size_t i) const { return ptr[i]; }
 
 private:
+  void allocate(size_t n, bool zero) {
+    std::free(ptr);
+    size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
+    ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
+    if (!ptr)
+      llvm::report_bad_alloc_error("tfmc: out of memory");
+    if (zero)
+      std::memset(ptr, 0, bytes);
+    count = n;
+  }
+
   T *ptr = nullptr;
   size_t count = 0;
 };

@@ -2,6 +2,7 @@
 #include "runtime/session/Session.h"
 
 #include "runtime/decoding/GreedySearch.h"
+#include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/session/BatchDecoder.h"
 #include "runtime/session/Buffer.h"
 #include "runtime/session/CallFrame.h"
@@ -34,6 +35,8 @@ static llvm::Error error(const llvm::Twine &message) {
 /// table bound once.
 struct Session::Frames {
   std::unique_ptr<CallFrame> encode, decodeStep, forward, encodeStates;
+  /// The batch decoders' buffers, reused from batch to batch.
+  DecoderArena arena;
   explicit Frames(const CompiledModel &m) {
     if (const CompiledFunction *f = m.function("encode_states"))
       encodeStates = std::make_unique<CallFrame>(*f);
@@ -311,7 +314,8 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
   shape.slotsPerRow = slotsPerRow;
   auto decoder = std::make_unique<BatchDecoder>(
       *workerFrames.encode, *workerFrames.decodeStep,
-      padSources(sources, maxSourceTokens(), specialIds()), shape);
+      padSources(sources, maxSourceTokens(), specialIds()), shape,
+      workerFrames.arena);
   if (llvm::Error e = decoder->encode())
     return std::move(e);
   return std::move(decoder);
@@ -329,6 +333,13 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   // Decoder positions 0 .. maxLength-1 must have positional encodings.
   effective.maxLength =
       std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
+  // KV caches are sized by the longest any row of this batch may run.
+  int64_t batchSteps = 1;
+  for (const auto &s : sources)
+    batchSteps = std::max(
+        batchSteps,
+        rowLengthLimit(effective,
+                       std::min<int64_t>(s.size(), maxSourceTokens()) + 1));
   auto rows = static_cast<int64_t>(sources.size());
   // With several threads and enough rows, contiguous slices of the batch
   // are encoded and decoded at once on their own threads, each with its own
@@ -337,7 +348,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   // the threads.
   int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
   if (workers <= 1) {
-    auto decoder = startDecoding(sources, effective.maxLength, slotsPerRow);
+    auto decoder = startDecoding(sources, batchSteps, slotsPerRow);
     if (!decoder)
       return decoder.takeError();
     auto start = std::chrono::steady_clock::now();
@@ -361,8 +372,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     Slice &slice = slices[w];
     setKernelThreads(1);
     auto start = std::chrono::steady_clock::now();
-    auto decoder = startDecoding(*frames[w], slice.sources, effective.maxLength,
-                                 slotsPerRow);
+    auto decoder =
+        startDecoding(*frames[w], slice.sources, batchSteps, slotsPerRow);
     slice.encodeSeconds = secondsSince(start);
     if (!decoder) {
       slice.error = llvm::toString(decoder.takeError());

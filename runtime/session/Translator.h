@@ -23,6 +23,9 @@ struct TextTokenizers {
 llvm::Expected<TextTokenizers> createTextTokenizers(const frontend::Model &m);
 
 struct TranslateOptions {
+  /// Translating text, a row's length is limited relative to its source by
+  /// default (factor 3, offset 10, as the well-known engines do).
+  TranslateOptions() { search.maxLengthFactor = 3; }
   SearchOptions search;
   /// Lines decoded together.
   int64_t batchSize = 32;

@@ -100,6 +100,16 @@ public:
 const auto *releaseSessions =
     ::testing::AddGlobalTestEnvironment(new ReleaseSessions());
 
+/// The decoding options of a greedy/beam case (absent keys: off).
+void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options) {
+  options.minLength = o.getInteger("min_length").value_or(0);
+  options.maxLength = o.getInteger("max_length").value_or(20);
+  options.maxLengthFactor = o.getNumber("max_length_factor").value_or(0.0);
+  options.maxLengthOffset = o.getInteger("max_length_offset").value_or(10);
+  options.noRepeatNgramSize = o.getInteger("no_repeat_ngram_size").value_or(0);
+  options.repetitionPenalty = o.getNumber("repetition_penalty").value_or(1.0);
+}
+
 /// A fixture run on one kernel path: oneDNN library calls or compiled loops.
 using Case = std::tuple<std::string, bool>;
 
@@ -171,8 +181,7 @@ TEST_P(Reference, GreedyMatches) {
     const llvm::json::Object *o = g.getAsObject();
     ASSERT_NE(o, nullptr);
     SearchOptions options;
-    options.minLength = *o->getInteger("min_length");
-    options.maxLength = *o->getInteger("max_length");
+    readDecodingOptions(*o, options);
     std::string file = o->getString("file")->str();
     TokenRows expected = readRows(fixturePath(name(), file));
     auto out = model().translate(src, options);
@@ -194,10 +203,9 @@ TEST_P(Reference, BeamMatches) {
     const llvm::json::Object *o = b.getAsObject();
     ASSERT_NE(o, nullptr);
     SearchOptions options;
+    readDecodingOptions(*o, options);
     options.beamSize = *o->getInteger("beam_size");
     options.lengthPenalty = *o->getNumber("length_penalty");
-    options.minLength = *o->getInteger("min_length");
-    options.maxLength = *o->getInteger("max_length");
     std::string file = o->getString("file")->str();
     // Expected: "i ||| ids ||| score" lines, best first per input.
     auto buffer = llvm::MemoryBuffer::getFile(fixturePath(name(), file));

@@ -1,6 +1,7 @@
 """Regenerate tests/e2e/fixtures/ deterministically from the PyTorch reference.
 
     /usr/bin/python3 tests/reference/make_fixtures.py [--out tests/e2e/fixtures] [--only NAME,...]
+    /usr/bin/python3 tests/reference/make_fixtures.py --extra-cases [--only NAME,...]
 
 Every fixture directory holds a random model (model.json, src.vocab,
 tgt.vocab, model.safetensors), inputs (src.ids, tgt.ids), expectations
@@ -13,6 +14,13 @@ modules (seed_models.py) saved with torch.save and converted with
 tools/tfmc-import-pytorch; their expectations come from the seed module
 itself, so they check the importer and tfmc together. `encoder-only` holds
 encoder states (states.npy) instead of logits and translations.
+
+--extra-cases adds the decoding-option cases (length limit relative to the
+source, no_repeat_ngram_size, repetition_penalty) to existing fixtures
+(EXTRA_FIXTURES) without touching any existing file's content: it loads the
+committed model and source lines, writes new greedy-*/beam-* files and
+appends entries to cases.json (or to cases-decoding.json when cases.json
+would not re-serialise byte for byte).
 """
 
 import argparse
@@ -337,20 +345,179 @@ def make_encoder_fixture(v, base_seed, out_dir):
     print(f"{v['name']:18s} states {list(states.shape)} source lengths {lengths}")
 
 
+# ----------------------------------------------------------------------------- decoding options
+
+EXTRA_FIXTURES = ["pre-gelu-scale", "wide", "seed000"]
+# A decision of an extra case must be at least this far from a tie (tfmc
+# differs from torch by ~1e-6).
+EXTRA_MIN_MARGIN = 1e-4
+OPTION_DEFAULTS = {"max_length_factor": 0.0, "max_length_offset": 10,
+                   "no_repeat_ngram_size": 0, "repetition_penalty": 1.0}
+# Each case: (kind, options, alternatives). `options` override OPTION_DEFAULTS
+# plus min_length 0 / max_length 20; `alternatives` are tried in order when a
+# fixture's smallest margin with `options` is below EXTRA_MIN_MARGIN.
+EXTRA_CASES = [
+    ("greedy", dict(max_length=30, max_length_factor=1.5, max_length_offset=2), []),
+    ("greedy", dict(max_length=40, max_length_factor=3.0, max_length_offset=10), []),
+    ("greedy", dict(no_repeat_ngram_size=2), []),
+    ("greedy", dict(no_repeat_ngram_size=1), []),
+    ("greedy", dict(repetition_penalty=1.5), []),
+    ("greedy", dict(repetition_penalty=0.8), []),
+    ("greedy", dict(max_length_factor=2.0, max_length_offset=3, no_repeat_ngram_size=3,
+                    repetition_penalty=1.3), []),
+    ("beam", dict(max_length_factor=1.5, max_length_offset=2), []),
+    ("beam", dict(no_repeat_ngram_size=2), []),
+    # seed000's smallest margin with P = 1.5 is 7.9e-5; P = 1.45 keeps >= 5.8e-4 on all three.
+    ("beam", dict(repetition_penalty=1.5), [dict(repetition_penalty=1.45)]),
+    # wide's smallest margin with P = 1.3 is 9.7e-5; P = 1.35 keeps >= 2.9e-4 on all three.
+    ("beam", dict(max_length_factor=2.0, max_length_offset=3, no_repeat_ngram_size=3,
+                  repetition_penalty=1.3),
+     [dict(max_length_factor=2.0, max_length_offset=3, no_repeat_ngram_size=3,
+           repetition_penalty=1.35)]),
+]
+EXTRA_BEAM = (4, 1.0)  # (beam_size, length_penalty), n_best = beam_size
+
+
+def _num(x):
+    """1.5 -> '1.5', 3.0 -> '3', for file names."""
+    return f"{x:g}"
+
+
+def option_suffix(o):
+    parts = []
+    if o["max_length_factor"] != 0:
+        parts.append(f"lf{_num(o['max_length_factor'])}-lo{o['max_length_offset']}")
+    if o["no_repeat_ngram_size"]:
+        parts.append(f"nr{o['no_repeat_ngram_size']}")
+    if o["repetition_penalty"] != 1.0:
+        parts.append(f"rp{_num(o['repetition_penalty'])}")
+    return "".join("-" + p for p in parts)
+
+
+def run_extra_case(model, srcs, kind, opts):
+    """-> (results per line, entry without min_margin, smallest margin)."""
+    o = dict(OPTION_DEFAULTS, min_length=0, max_length=20)
+    o.update(opts)
+    o["max_length_factor"] = float(o["max_length_factor"])
+    o["repetition_penalty"] = float(o["repetition_penalty"])
+    search = {k: o[k] for k in OPTION_DEFAULTS}
+    margins, results = [], []
+    if kind == "greedy":
+        for s in srcs:
+            results.append(model.greedy(s, o["min_length"], o["max_length"], margins=margins, **search))
+        entry = {"file": f"greedy-min{o['min_length']}-max{o['max_length']}{option_suffix(o)}.ids",
+                 "min_length": o["min_length"], "max_length": o["max_length"]}
+    else:
+        k, alpha = EXTRA_BEAM
+        for s in srcs:
+            results.append(model.beam(s, k, alpha, o["min_length"], o["max_length"], k,
+                                      margins=margins, **search))
+        entry = {"file": f"beam-k{k}-a{alpha:.1f}{option_suffix(o)}.txt", "beam_size": k,
+                 "length_penalty": alpha, "min_length": o["min_length"],
+                 "max_length": o["max_length"], "n_best": k}
+    entry.update(search)
+    return results, entry, float(min(margins))
+
+
+def write_extra_results(out_dir, kind, fname, results):
+    path = os.path.join(out_dir, fname)
+    if kind == "greedy":
+        ref.write_ids(path, results)
+        return
+    with open(path, "w") as f:
+        for i, nbest in enumerate(results):
+            for ids, score in nbest:
+                f.write(ref.format_nbest(i, ids, score) + "\n")
+
+
+def _merge(entries, new):
+    """Replace the entry with the same file name (a rerun), else append."""
+    for j, e in enumerate(entries):
+        if e.get("file") == new["file"]:
+            entries[j] = new
+            return
+    entries.append(new)
+
+
+def make_extra_cases(out_dir):
+    """Add the decoding-option cases to the fixture in out_dir (see EXTRA_CASES)."""
+    name = os.path.basename(os.path.normpath(out_dir))
+    cases_path = os.path.join(out_dir, "cases.json")
+    with open(cases_path) as f:
+        text = f.read()
+    case = json.loads(text)
+    model = ref.load(out_dir)
+    srcs = ref.read_ids(os.path.join(out_dir, case["src"]))
+    # The committed expectations must still hold here, else this machine is unfit.
+    want = ref.read_ids(os.path.join(out_dir, case["greedy"][0]["file"]))
+    g0 = case["greedy"][0]
+    if [model.greedy(s, g0["min_length"], g0["max_length"]) for s in srcs] != want:
+        raise RuntimeError(f"{name}: the reference does not reproduce {g0['file']}")
+
+    new = {"greedy": [], "beam": []}
+    for kind, opts, alternatives in EXTRA_CASES:
+        for attempt in [opts] + alternatives:
+            results, entry, margin = run_extra_case(model, srcs, kind, attempt)
+            if margin >= EXTRA_MIN_MARGIN:
+                break
+            print(f"{name:16s} {entry['file']}: margin {margin:.3g} < {EXTRA_MIN_MARGIN}, "
+                  f"trying other values")
+        else:
+            raise RuntimeError(f"{name}: no parameter values with margin >= {EXTRA_MIN_MARGIN} "
+                               f"for {kind} {opts}")
+        entry["min_margin"] = float(f"{margin:.6g}")
+        write_extra_results(out_dir, kind, entry["file"], results)
+        new[kind].append(entry)
+        lens = [len(r) if kind == "greedy" else len(r[0][0]) for r in results]
+        print(f"{name:16s} {entry['file']:40s} min margin {margin:.6f} lengths {lens}")
+
+    # Append to cases.json only if re-serialising it leaves the existing text as it is.
+    if json.dumps(case, indent=2) + "\n" == text:
+        for kind in ("greedy", "beam"):
+            for e in new[kind]:
+                _merge(case[kind], e)
+        with open(cases_path, "w") as f:
+            json.dump(case, f, indent=2)
+            f.write("\n")
+        return "cases.json"
+    side_path = os.path.join(out_dir, "cases-decoding.json")
+    side = {"greedy": [], "beam": []}
+    if os.path.exists(side_path):
+        with open(side_path) as f:
+            side = json.load(f)
+    for kind in ("greedy", "beam"):
+        for e in new[kind]:
+            _merge(side[kind], e)
+    with open(side_path, "w") as f:
+        json.dump(side, f, indent=2)
+        f.write("\n")
+    return "cases-decoding.json"
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.path.join(root, "tests", "e2e", "fixtures"))
     p.add_argument("--only", help="comma-separated fixture names to regenerate (index.json lists all)")
+    p.add_argument("--extra-cases", action="store_true",
+                   help="only add the decoding-option cases to the existing fixtures "
+                        f"{', '.join(EXTRA_FIXTURES)} (or --only ones); nothing else is rewritten")
     args = p.parse_args()
     only = set(args.only.split(",")) if args.only else None
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    if args.extra_cases:
+        for name in (sorted(only) if only else EXTRA_FIXTURES):
+            where = make_extra_cases(os.path.join(args.out, name))
+            print(f"{name}: entries written to {where}")
+        return
     os.makedirs(args.out, exist_ok=True)
     names = []
     for i, v in enumerate(variants()):
         if only is None or v["name"] in only:
             make_fixture(v, 1000 * (i + 1), os.path.join(args.out, v["name"]))
+            if v["name"] in EXTRA_FIXTURES:  # a regenerated fixture gets its option cases back
+                make_extra_cases(os.path.join(args.out, v["name"]))
         names.append(v["name"])
     with open(os.path.join(args.out, "index.json"), "w") as f:
         json.dump({"format": "tfm-e2e-fixtures", "version": 1, "fixtures": names}, f, indent=2)

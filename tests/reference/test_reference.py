@@ -188,6 +188,245 @@ class ReferenceTest(unittest.TestCase):
             self.assertEqual([model.greedy(s, 0, 20) for s in srcs], expected, name)
 
 
+def fake_logits(vocab, seed=0):
+    """A deterministic step_logits callable (no model): float32 logits that
+    depend on the whole prefix, for testing the search rules alone."""
+    def step(prefixes):
+        out = []
+        for p in prefixes:
+            rng = np.random.default_rng([seed] + list(p))
+            out.append(rng.normal(size=vocab).astype(np.float32))
+        return np.stack(out)
+    return step
+
+
+def has_repeated_ngram(ids, n):
+    grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+    return len(grams) != len(set(grams))
+
+
+OPTION_SETS = [
+    dict(max_length_factor=1.5, max_length_offset=2),
+    dict(no_repeat_ngram_size=1), dict(no_repeat_ngram_size=2), dict(no_repeat_ngram_size=3),
+    dict(repetition_penalty=1.5), dict(repetition_penalty=0.8),
+    dict(max_length_factor=2.0, max_length_offset=3, no_repeat_ngram_size=3, repetition_penalty=1.3),
+]
+
+
+class DecodingOptionsTest(unittest.TestCase):
+    """max_length_factor / max_length_offset, no_repeat_ngram_size and
+    repetition_penalty (docs/reference.md, "Decoding options")."""
+
+    def test_length_limit(self):
+        self.assertEqual(ref.length_limit(20, 5), 20)                     # factor 0: off
+        self.assertEqual(ref.length_limit(20, None, 0.0, -7), 20)
+        self.assertEqual(ref.length_limit(30, 2, 1.5, 2), 5)               # ceil(3.0) + 2
+        self.assertEqual(ref.length_limit(30, 3, 1.5, 2), 7)               # ceil(4.5) + 2
+        self.assertEqual(ref.length_limit(30, 20, 1.5, 2), 30)             # capped by max_length
+        self.assertEqual(ref.length_limit(100, 25, 2.2, 0), 56)            # 2.2 * 25 = 55.00000000000001
+        self.assertEqual(ref.length_limit(200, 45, 1.4, 1), 64)            # 1.4 * 45 = 62.99999999999999
+        self.assertEqual(ref.length_limit(100, 4, 0.25, 0), 1)
+        with self.assertRaises(ValueError):
+            ref.length_limit(20, 5, -1.0, 0)
+        with self.assertRaises(ValueError):
+            ref.length_limit(20, None, 1.0, 0)
+
+    def test_ngram_forbidden(self):
+        eos = 2
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 7, 5], 0, eos), [])
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 7, 5], 1, eos), [5, 6, 7])
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 7, 5], 2, eos), [6, 7])
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 7, 5], 3, eos), [])
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 6, 5], 3, eos), [6])
+        self.assertEqual(ref.ngram_forbidden([5, 6, 5, 6, 5], 4, eos), [6])
+        self.assertEqual(ref.ngram_forbidden([5, 5], 2, eos), [5])
+        self.assertEqual(ref.ngram_forbidden([5], 2, eos), [])             # no earlier bigram
+        self.assertEqual(ref.ngram_forbidden([5, 6], 4, eos), [])          # t < N - 1
+        self.assertEqual(ref.ngram_forbidden([], 1, eos), [])
+        self.assertEqual(ref.ngram_forbidden([4, 2, 4], 2, eos), [])       # eos never forbidden
+
+    def test_repetition_penalty_values(self):
+        logits = np.array([2.0, -2.0, 0.0, 1.0, 3.0], dtype=np.float32)
+        out = ref.apply_repetition_penalty(logits, [0, 1, 2, 0], 2.0)
+        np.testing.assert_array_equal(out, np.array([1.0, -4.0, 0.0, 1.0, 3.0], dtype=np.float32))
+        self.assertEqual(out.dtype, np.float32)
+        self.assertEqual(logits[0], 2.0)                                   # input unchanged
+        out = ref.apply_repetition_penalty(logits, [4, 1], 0.5)            # P < 1 boosts
+        np.testing.assert_array_equal(out, np.array([2.0, -1.0, 0.0, 1.0, 6.0], dtype=np.float32))
+        x = np.array([0.1], dtype=np.float32)                              # float32 arithmetic
+        self.assertEqual(ref.apply_repetition_penalty(x, [0], 1.3)[0], np.float32(0.1) / np.float32(1.3))
+        self.assertIs(ref.apply_repetition_penalty(logits, [0], 1.0), logits)
+        for bad in (0.0, -1.0, float("nan")):
+            with self.assertRaises(ValueError):
+                ref.greedy_search(fake_logits(8), ref.DEFAULT_SPECIAL, repetition_penalty=bad)
+        with self.assertRaises(ValueError):
+            ref.beam_search(fake_logits(8), ref.DEFAULT_SPECIAL, 2, no_repeat_ngram_size=-1)
+
+    def test_defaults_reproduce_fixtures(self):
+        """Explicit defaults (A = 0, N = 0, P = 1) give the committed version-1 expectations."""
+        defaults = dict(max_length_factor=0.0, max_length_offset=10, no_repeat_ngram_size=0,
+                        repetition_penalty=1.0)
+        for name in ("pre-gelu-scale", "seed000"):
+            d = os.path.join(FIXTURES, name)
+            if not os.path.isdir(d):
+                self.skipTest("no fixtures")
+            with open(os.path.join(d, "cases.json")) as f:
+                case = json.load(f)
+            model = ref.load(d)
+            srcs = ref.read_ids(os.path.join(d, "src.ids"))
+            for g in case["greedy"]:
+                if "repetition_penalty" in g:
+                    continue
+                want = ref.read_ids(os.path.join(d, g["file"]))
+                got = [model.greedy(s, g["min_length"], g["max_length"], **defaults) for s in srcs]
+                self.assertEqual(got, want, f"{name} {g['file']}")
+            b = case["beam"][0]
+            want = read_nbest(os.path.join(d, b["file"]))
+            for i, s in enumerate(srcs):
+                got = model.beam(s, b["beam_size"], b["length_penalty"], b["min_length"],
+                                 b["max_length"], b["n_best"], **defaults)
+                self.assertEqual([ids for ids, _ in got], [ids for ids, _ in want[i]], f"{name} line {i}")
+                for (_, x), (_, y) in zip(got, want[i]):
+                    self.assertAlmostEqual(x, y, delta=1e-4)
+
+    def test_no_repeat_ngram(self):
+        model = make(norm="pre")
+        srcs = lines(20, 4, 37, 1, 12)
+        for s in srcs:
+            for n in (1, 2, 3):
+                # min_length keeps eos away, so the rule has long outputs to act on
+                out = model.greedy(s, 15, 30, no_repeat_ngram_size=n)
+                self.assertFalse(has_repeated_ngram(out, n), (n, out))
+                if n == 1:
+                    self.assertEqual(len(out), len(set(out)))
+                self.assertEqual(out, self._greedy_by_hand(model, s, 15, 30, n, 1.0))
+                for ids, _ in model.beam(s, 3, 1.0, 5, 20, no_repeat_ngram_size=n):
+                    self.assertFalse(has_repeated_ngram(ids, n), (n, ids))
+
+    def test_repetition_penalty(self):
+        model = make(norm="post")
+        for s in lines(21, 4, 37, 1, 12):
+            for p in (1.5, 0.8, 1.3):
+                out = model.greedy(s, 3, 20, repetition_penalty=p)
+                self.assertEqual(out, self._greedy_by_hand(model, s, 3, 20, 0, p), (p, s))
+            plain = model.greedy(s, 0, 20)
+            self.assertEqual(model.greedy(s, 0, 20, repetition_penalty=1.0), plain)
+
+    def _greedy_by_hand(self, model, src, min_length, max_length, n, p):
+        """Greedy from teacher-forced logits of growing prefixes, rules applied inline."""
+        out = []
+        while len(out) < max_length:
+            row = model.forward_ids([src], [[1] + out])[0, -1].astype(np.float32)
+            for v in set(out):
+                row[v] = row[v] / np.float32(p) if row[v] > 0 else row[v] * np.float32(p)
+            logits = row.astype(np.float64)
+            logits[[0, 1]] = -np.inf
+            if len(out) < min_length:
+                logits[2] = -np.inf
+            if n:
+                t = len(out)
+                for i in range(t - n + 1):
+                    if out[i:i + n - 1] == out[t - n + 1:] and out[i + n - 1] != 2:
+                        logits[out[i + n - 1]] = -np.inf
+            if not np.isfinite(logits).any():
+                break
+            tok = int(np.argmax(logits))
+            if tok == 2:
+                break
+            out.append(tok)
+        return out
+
+    def test_length_rule_caps_each_row(self):
+        model = make(max_len=8)               # sources longer than 7 ids are truncated
+        srcs = [[5], [6, 7], [8, 9, 10, 11], list(range(4, 14)), list(range(4, 30))]
+        for a, b, mx in ((1.5, 2, 30), (3.0, 10, 40), (0.5, 1, 20), (2.0, -3, 20), (0.0, 10, 12)):
+            for s in srcs:
+                S = min(len(s), 7) + 1
+                self.assertEqual(len(model.source_ids(s)), S)
+                limit = mx if a == 0 else min(mx, math.ceil(a * S) + b)
+                # eos banned throughout: every row runs exactly to its limit
+                out = model.greedy(s, 1000, mx, max_length_factor=a, max_length_offset=b)
+                self.assertEqual(len(out), max(limit, 0), (a, b, s))
+                free = model.greedy(s, 0, mx, max_length_factor=a, max_length_offset=b)
+                self.assertLessEqual(len(free), max(limit, 0))
+                self.assertEqual(free, model.greedy(s, 0, max(limit, 0)))
+                if limit < 1:
+                    continue
+                for ids, score in model.beam(s, 3, 0.7, 1000, mx, max_length_factor=a,
+                                             max_length_offset=b):
+                    self.assertEqual(len(ids), limit)
+                    logp = torch.log_softmax(torch.from_numpy(model.forward_ids([s], [[1] + ids])[0]), -1)
+                    total = sum(float(logp[t, tok]) for t, tok in enumerate(ids))
+                    self.assertAlmostEqual(score, total / limit ** 0.7, places=4)
+
+    def test_beam_one_is_greedy_with_options(self):
+        model = make(norm="pre")
+        for s in lines(22, 4, 37, 1, 15):
+            for opts in OPTION_SETS:
+                for mn in (0, 4):
+                    [(ids, _)] = model.beam(s, 1, 1.0, mn, 20, **opts)
+                    self.assertEqual(ids, model.greedy(s, mn, 20, **opts), (opts, mn))
+
+    def test_everything_forbidden_ends_the_row(self):
+        # vocab 6: only 3, 4, 5 are real tokens; N = 1 and eos banned by min_length
+        step = fake_logits(6, seed=3)
+        out = ref.greedy_search(step, ref.DEFAULT_SPECIAL, 10, 20, no_repeat_ngram_size=1,
+                                src_length=4)
+        self.assertEqual(sorted(out), [3, 4, 5])
+        for ids, _ in ref.beam_search(step, ref.DEFAULT_SPECIAL, 2, 1.0, 2, 20, no_repeat_ngram_size=1):
+            self.assertEqual(len(ids), len(set(ids)))
+
+    def test_option_fixtures_reproduce(self):
+        """The decoding-option cases in the fixtures (entries with the new keys)."""
+        found = 0
+        for name in sorted(os.listdir(FIXTURES)) if os.path.isdir(FIXTURES) else []:
+            d = os.path.join(FIXTURES, name)
+            entries = {"greedy": [], "beam": []}
+            for fname in ("cases.json", "cases-decoding.json"):
+                if os.path.exists(os.path.join(d, fname)):
+                    with open(os.path.join(d, fname)) as f:
+                        c = json.load(f)
+                    for kind in entries:
+                        entries[kind] += [e for e in c.get(kind, []) if "repetition_penalty" in e]
+            if not entries["greedy"] and not entries["beam"]:
+                continue
+            model = ref.load(d)
+            srcs = ref.read_ids(os.path.join(d, "src.ids"))
+            for g in entries["greedy"]:
+                found += 1
+                opts = {k: g[k] for k in OPTION_KEYS}
+                self.assertGreaterEqual(g["min_margin"], 1e-4)
+                want = ref.read_ids(os.path.join(d, g["file"]))
+                got = [model.greedy(s, g["min_length"], g["max_length"], **opts) for s in srcs]
+                self.assertEqual(got, want, f"{name} {g['file']}")
+            for b in entries["beam"]:
+                found += 1
+                opts = {k: b[k] for k in OPTION_KEYS}
+                self.assertGreaterEqual(b["min_margin"], 1e-4)
+                want = read_nbest(os.path.join(d, b["file"]))
+                for i, s in enumerate(srcs):
+                    got = model.beam(s, b["beam_size"], b["length_penalty"], b["min_length"],
+                                     b["max_length"], b["n_best"], **opts)
+                    self.assertEqual([x for x, _ in got], [x for x, _ in want[i]], f"{name} {b['file']} {i}")
+                    for (_, x), (_, y) in zip(got, want[i]):
+                        self.assertAlmostEqual(x, y, delta=1e-4)
+        if not found:
+            self.skipTest("no decoding-option fixture cases")
+
+
+OPTION_KEYS = ("max_length_factor", "max_length_offset", "no_repeat_ngram_size", "repetition_penalty")
+
+
+def read_nbest(path):
+    """beam-*.txt -> {line index: [(ids, score)]} in file order."""
+    out = {}
+    with open(path) as f:
+        for line in f.read().splitlines():
+            i, ids, score = (x.strip() for x in line.split("|||"))
+            out.setdefault(int(i), []).append(([int(t) for t in ids.split()], float(score)))
+    return out
+
+
 class RecipeTest(unittest.TestCase):
     """Block recipes (encoder_layer / decoder_layer), final norms, encoder-only models."""
 

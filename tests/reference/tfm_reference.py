@@ -396,18 +396,88 @@ class DecoderLayer(nn.Module):
 # --------------------------------------------------------------------------- search
 
 
-def greedy_search(step_logits, special, min_length=0, max_length=20, margins=None):
-    """Greedy decoding of one source line (DESIGN.md).
+def length_limit(max_length, src_length=None, max_length_factor=0.0, max_length_offset=10):
+    """The most tokens (eos included) a row may generate: max_length when
+    max_length_factor A is 0, else min(max_length, ceil(A * S) + B), with
+    S = src_length (the source's ids + eos, after truncation) and
+    B = max_length_offset. A * S is a float64 product, rounded up exactly
+    (e.g. A = 0.1, S = 30 gives ceil(3.0000000000000004) = 4)."""
+    factor = float(max_length_factor)
+    if factor < 0 or not math.isfinite(factor):
+        raise ValueError(f"max_length_factor must be >= 0, got {max_length_factor!r}")
+    if factor == 0.0:
+        return max_length
+    if src_length is None:
+        raise ValueError("max_length_factor needs the source length (src_length)")
+    return min(max_length, math.ceil(factor * int(src_length)) + int(max_length_offset))
+
+
+def ngram_forbidden(generated, n, eos):
+    """Tokens that no_repeat_ngram_size n forbids after `generated` (ids
+    without bos/eos): v is forbidden when the n-gram made of the last n-1
+    generated tokens and v already occurs in `generated` (n == 1: v occurs in
+    it). eos is never forbidden. Returns a sorted list."""
+    n, t = int(n), len(generated)
+    if n <= 0 or t < n - 1:
+        return []
+    if n == 1:
+        bad = set(generated)
+    else:
+        tail = list(generated[t - n + 1:])
+        bad = {generated[i + n - 1] for i in range(t - n + 1) if list(generated[i:i + n - 1]) == tail}
+    bad.discard(eos)
+    return sorted(bad)
+
+
+def apply_repetition_penalty(logits, generated, penalty):
+    """CTRL / Hugging Face repetition penalty on one row of float32 logits:
+    for each distinct id in `generated`, l -> l / P if l > 0 else l * P, in
+    float32 (P rounded to float32 first). Returns a new float32 array (the
+    input itself when P == 1 or nothing was generated)."""
+    if penalty == 1.0 or not generated:
+        return logits
+    out = np.array(logits, dtype=np.float32, copy=True)
+    p = np.float32(penalty)
+    idx = sorted(set(int(v) for v in generated))
+    vals = out[idx]
+    out[idx] = np.where(vals > 0, vals / p, vals * p).astype(np.float32)
+    return out
+
+
+def _check_options(no_repeat_ngram_size, repetition_penalty):
+    if int(no_repeat_ngram_size) < 0:
+        raise ValueError(f"no_repeat_ngram_size must be >= 0, got {no_repeat_ngram_size!r}")
+    if not (float(repetition_penalty) > 0 and math.isfinite(float(repetition_penalty))):
+        raise ValueError(f"repetition_penalty must be > 0, got {repetition_penalty!r}")
+
+
+def greedy_search(step_logits, special, min_length=0, max_length=20, margins=None, *,
+                  src_length=None, max_length_factor=0.0, max_length_offset=10,
+                  no_repeat_ngram_size=0, repetition_penalty=1.0):
+    """Greedy decoding of one source line (DESIGN.md, plus the decoding
+    options of docs/reference.md).
 
     step_logits(prefixes) -> float32 numpy [len(prefixes), V]: the logits of
     the last position of each prefix (lists of ids starting with bos, all of
     one length). Returns the generated ids (no bos/eos). If `margins` is a
-    list, appends best-minus-second-best allowed logit per step."""
+    list, appends best-minus-second-best allowed logit per step.
+
+    Per step: float32 logits -> repetition penalty -> pad, bos, eos before
+    min_length and n-gram-forbidden tokens removed -> argmax (ties: lowest
+    id). At most length_limit(...) tokens, eos included; a step where every
+    token is removed ends the row like eos."""
     s = special
+    _check_options(no_repeat_ngram_size, repetition_penalty)
+    limit = length_limit(max_length, src_length, max_length_factor, max_length_offset)
     out = []
-    for _ in range(max_length):
-        logits = step_logits([[s["bos"]] + out])[0].astype(np.float64)
+    for _ in range(limit):
+        row = step_logits([[s["bos"]] + out])[0]
+        row = apply_repetition_penalty(row, out, repetition_penalty)
+        logits = row.astype(np.float64)
         logits[_disallowed(s, len(out), min_length)] = -np.inf
+        logits[ngram_forbidden(out, no_repeat_ngram_size, s["eos"])] = -np.inf
+        if not np.isfinite(logits).any():
+            break  # nothing allowed: the row ends as if eos had been chosen
         tok = int(np.argmax(logits))  # first maximum = lowest id on ties
         if margins is not None:
             margins.append(logits[tok] - np.max(np.delete(logits, tok)))
@@ -418,20 +488,34 @@ def greedy_search(step_logits, special, min_length=0, max_length=20, margins=Non
 
 
 def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_length=20,
-                n_best=None, margins=None):
+                n_best=None, margins=None, *, src_length=None, max_length_factor=0.0,
+                max_length_offset=10, no_repeat_ngram_size=0, repetition_penalty=1.0):
     """Beam search of one source line as in DESIGN.md (step_logits as for greedy_search).
     Returns [(ids, normalised_score)] best first (at most n_best, default beam_size).
-    If `margins` is a list, appends score gaps at every decision boundary."""
+    If `margins` is a list, appends score gaps at every decision boundary.
+
+    Per step and hypothesis: float32 logits -> repetition penalty ->
+    log_softmax (float32, over all tokens) -> pad, bos, eos before min_length
+    and n-gram-forbidden tokens removed (they are not candidates). The row
+    ends at L = length_limit(...) steps; the remaining actives then finish
+    with s / L^alpha."""
     s, K = special, beam_size
+    _check_options(no_repeat_ngram_size, repetition_penalty)
+    limit = length_limit(max_length, src_length, max_length_factor, max_length_offset)
     active = [([], 0.0)]             # (generated ids, summed log-prob)
     finished = []                    # (norm score, finish order, ids)
-    for step in range(max_length):
+    for step in range(limit):
         L = step + 1                 # generated tokens incl. this step's token
-        logits = torch.from_numpy(step_logits([[s["bos"]] + h for h, _ in active]))
+        rows = step_logits([[s["bos"]] + h for h, _ in active])
+        rows = np.stack([apply_repetition_penalty(rows[h], ids, repetition_penalty)
+                         for h, (ids, _) in enumerate(active)])
+        logits = torch.from_numpy(rows)
         logp = torch.log_softmax(logits, dim=-1).numpy().astype(np.float64)
         logp[:, _disallowed(s, step, min_length)] = -np.inf
+        for h, (ids, _) in enumerate(active):
+            logp[h, ngram_forbidden(ids, no_repeat_ngram_size, s["eos"])] = -np.inf
         cands = [(sc + logp[h, v], h, v) for h, (_, sc) in enumerate(active)
-                 for v in range(logp.shape[1])]
+                 for v in range(logp.shape[1]) if logp[h, v] != -np.inf]
         cands.sort(key=lambda c: (-c[0], c[1], c[2]))
         top = cands[: 2 * K]
         nxt, last_taken = [], None
@@ -447,12 +531,12 @@ def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_le
             for r in cuts:
                 if r + 1 < len(cands) and np.isfinite(cands[r][0]):
                     margins.append(cands[r][0] - cands[r + 1][0])
-        if len(finished) >= K:
+        if len(finished) >= K or not nxt:  # no active hypothesis left: the row ends
             break
         active = nxt
-    else:  # reached max_length with fewer than K finished
+    else:  # reached the length limit with fewer than K finished
         for ids, score in active:
-            finished.append((score / max(max_length, 1) ** alpha, len(finished), ids))
+            finished.append((score / max(limit, 1) ** alpha, len(finished), ids))
     finished.sort(key=lambda f: (-f[0], f[1]))
     n = n_best or K
     if margins is not None:
@@ -518,16 +602,25 @@ class DecodingMixin:
         logits = self.decode(tgt, mem.expand(n, -1, -1), src.expand(n, -1))
         return logits[:, -1, :].numpy().astype(np.float32)
 
-    def greedy(self, src_ids, min_length=0, max_length=20, margins=None):
-        """Greedy decoding of one source line (see greedy_search)."""
+    def greedy(self, src_ids, min_length=0, max_length=20, margins=None, **options):
+        """Greedy decoding of one source line (see greedy_search). `options`:
+        max_length_factor, max_length_offset, no_repeat_ngram_size,
+        repetition_penalty (the source length comes from this line).
+        The decoder has max_len positions, so at most max_len tokens are
+        generated whatever max_length says (as tfmc does)."""
+        max_length = min(max_length, self.max_len)
         return greedy_search(lambda p: self.next_logits(src_ids, p), self.special,
-                             min_length, max_length, margins)
+                             min_length, max_length, margins,
+                             src_length=len(self.source_ids(src_ids)), **options)
 
     def beam(self, src_ids, beam_size, alpha=1.0, min_length=0, max_length=20, n_best=None,
-             margins=None):
-        """Beam search of one source line (see beam_search)."""
+             margins=None, **options):
+        """Beam search of one source line (see beam_search; `options` and the
+        max_len cap as for greedy)."""
+        max_length = min(max_length, self.max_len)
         return beam_search(lambda p: self.next_logits(src_ids, p), self.special, beam_size,
-                           alpha, min_length, max_length, n_best, margins)
+                           alpha, min_length, max_length, n_best, margins,
+                           src_length=len(self.source_ids(src_ids)), **options)
 
 
 class TranslationTransformer(nn.Module, DecodingMixin):

@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -54,6 +55,26 @@ public:
                   cl::init(256), cl::sub(sub), cl::cat(cat)),
         minLength("min-length", cl::desc("Fewest tokens before eos is allowed"),
                   cl::init(0), cl::sub(sub), cl::cat(cat)),
+        maxLengthFactor(
+            "max-length-factor",
+            cl::desc("A sentence generates at most ceil(A x source tokens, "
+                     "eos included) + B tokens (and at most --max-length); "
+                     "0 turns this limit off"),
+            cl::value_desc("A"), cl::init(3.0), cl::sub(sub), cl::cat(cat)),
+        maxLengthOffset("max-length-offset",
+                        cl::desc("B of --max-length-factor"),
+                        cl::value_desc("B"), cl::init(10), cl::sub(sub),
+                        cl::cat(cat)),
+        noRepeatNgramSize(
+            "no-repeat-ngram-size",
+            cl::desc("Forbid a token that would repeat an n-gram of this "
+                     "size already in the translation (0: off)"),
+            cl::value_desc("N"), cl::init(0), cl::sub(sub), cl::cat(cat)),
+        repetitionPenalty(
+            "repetition-penalty",
+            cl::desc("Divide positive logits of already generated tokens by "
+                     "P, multiply negative ones (1: off)"),
+            cl::value_desc("P"), cl::init(1.0), cl::sub(sub), cl::cat(cat)),
         beamSize("beam-size", cl::desc("Beam width (1 = greedy)"), cl::init(1),
                  cl::sub(sub), cl::cat(cat)),
         lengthPenalty("length-penalty",
@@ -86,6 +107,14 @@ public:
       return fail("--max-length must be at least 1");
     if (minLength < 0)
       return fail("--min-length must not be negative");
+    if (!(maxLengthFactor >= 0.0) || !std::isfinite(maxLengthFactor))
+      return fail("--max-length-factor must be a non-negative number");
+    if (maxLengthOffset < 0)
+      return fail("--max-length-offset must not be negative");
+    if (noRepeatNgramSize < 0)
+      return fail("--no-repeat-ngram-size must not be negative");
+    if (!(repetitionPenalty > 0.0) || !std::isfinite(repetitionPenalty))
+      return fail("--repetition-penalty must be a positive number");
     if (beamSize < 1)
       return fail("--beam-size must be at least 1");
     if (nBest < 0 || nBest > beamSize)
@@ -150,6 +179,10 @@ public:
     options.batchSize = batchSize;
     options.search.maxLength = maxLength;
     options.search.minLength = minLength;
+    options.search.maxLengthFactor = maxLengthFactor;
+    options.search.maxLengthOffset = maxLengthOffset;
+    options.search.noRepeatNgramSize = noRepeatNgramSize;
+    options.search.repetitionPenalty = repetitionPenalty;
     options.search.beamSize = beamSize;
     options.search.lengthPenalty = lengthPenalty;
     options.scores = scores || nBest > 0;
@@ -206,7 +239,11 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, input;
   cl::opt<bool> ids, replaceUnk;
-  cl::opt<int64_t> batchSize, maxLength, minLength, beamSize;
+  cl::opt<int64_t> batchSize, maxLength, minLength;
+  cl::opt<double> maxLengthFactor;
+  cl::opt<int64_t> maxLengthOffset, noRepeatNgramSize;
+  cl::opt<double> repetitionPenalty;
+  cl::opt<int64_t> beamSize;
   cl::opt<double> lengthPenalty;
   cl::opt<int64_t> nBest;
   cl::opt<bool> scores, stats;

@@ -79,9 +79,9 @@ TEST(LayerRecipeTest, SyntaxErrorsNameTheColumn) {
 
 TEST(LayerRecipeTest, MeaningErrors) {
   EXPECT_EQ(errorOf("x = self_attn(x)"),
-            "no ffn (an encoder layer needs exactly one)");
+            "column 17: no ffn (an encoder layer needs exactly one)");
   EXPECT_EQ(errorOf("x = self_attn(x); x = ffn(x)", LayerKind::Decoder),
-            "no cross_attn (a decoder layer needs exactly one)");
+            "column 29: no cross_attn (a decoder layer needs exactly one)");
   EXPECT_EQ(errorOf("x = ffn(x) + ffn(x) + self_attn(x)"),
             "column 14: ffn occurs more than once (a layer has one)");
   EXPECT_EQ(errorOf("x = cross_attn(x)"),
