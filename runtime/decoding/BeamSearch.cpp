@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace tfmc::runtime;
@@ -34,18 +35,67 @@ struct Row {
   bool done = false;
 };
 
-/// log_softmax of one row of logits, in float as the reference computes it.
-void logSoftmax(const float *logits, int64_t vocab, std::vector<float> &out) {
+/// exp(x) for x <= 0 in float: x = n ln2 + r with |r| <= ln2/2, exp(r) by
+/// its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the
+/// exponent bits. Written branch-free so that the loop below vectorises.
+inline float expNonPositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick.
+  float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+/// sum_v exp(logits[v] - max), eight partial sums at a time.
+template <int Unused = 0> inline float sumExpBody(const float *logits,
+                                                  int64_t vocab, float max) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t v = 0;
+  for (; v + 8 <= vocab; v += 8)
+    for (int k = 0; k < 8; ++k)
+      partial[k] += expNonPositive(logits[v + k] - max);
+  float sum = 0;
+  for (; v < vocab; ++v)
+    sum += expNonPositive(logits[v] - max);
+  for (float p : partial)
+    sum += p;
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float sumExpAvx2(const float *logits,
+                                                      int64_t vocab,
+                                                      float max) {
+  return sumExpBody(logits, vocab, max);
+}
+
+float sumExpGeneric(const float *logits, int64_t vocab, float max) {
+  return sumExpBody(logits, vocab, max);
+}
+
+float sumExp(const float *logits, int64_t vocab, float max) {
+  static const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return avx2 ? sumExpAvx2(logits, vocab, max)
+              : sumExpGeneric(logits, vocab, max);
+}
+
+/// The log_softmax of one row is logits[v] - shift: its ranking is the
+/// logits' ranking, so only the chosen candidates need their value.
+float logSoftmaxShift(const float *logits, int64_t vocab) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t v = 0; v < vocab; ++v)
     max = std::max(max, logits[v]);
-  double sum = 0;
-  for (int64_t v = 0; v < vocab; ++v)
-    sum += std::exp(double(logits[v]) - double(max));
-  auto logSum = static_cast<float>(std::log(sum));
-  out.resize(vocab);
-  for (int64_t v = 0; v < vocab; ++v)
-    out[v] = logits[v] - max - logSum;
+  return max + std::log(sumExp(logits, vocab, max));
 }
 
 double normalised(double score, int64_t length, double alpha) {
@@ -71,6 +121,10 @@ public:
       items.pop_back();
   }
   const std::vector<Candidate> &best() const { return items; }
+  /// Whether `score` could still enter.
+  bool wants(double score) const {
+    return items.size() < capacity || score > items.back().score;
+  }
 
 private:
   size_t capacity;
@@ -95,7 +149,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
     longest = std::max(longest, limit[r]);
   }
   std::vector<int32_t> tokens(rows, special.bos);
-  std::vector<float> logp, guarded;
+  std::vector<float> guarded;
   bool guards = guardsActive(options);
   TopCandidates top(2 * beam);
 
@@ -121,23 +175,37 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
           banned = repeatedNgramTokens(a.ids, options.noRepeatNgramSize);
           hypothesisLogits = guarded.data();
         }
-        logSoftmax(hypothesisLogits, vocab, logp);
+        float shift = logSoftmaxShift(hypothesisLogits, vocab);
         bool allowEos = static_cast<int64_t>(a.ids.size()) >= options.minLength;
         top.clear();
         const int32_t *nextBanned = banned.data();
         const int32_t *bannedEnd = banned.data() + banned.size();
-        for (int64_t v = 0; v < vocab; ++v) {
-          auto id = static_cast<int32_t>(v);
-          while (nextBanned != bannedEnd && *nextBanned < id)
-            ++nextBanned;
-          if ((nextBanned != bannedEnd && *nextBanned == id) ||
-              id == special.pad || id == special.bos ||
-              (id == special.eos && !allowEos))
+        // Blocks of 16 logits whose largest cannot enter are skipped whole
+        // (most of them, once the first 2K are in).
+        constexpr int64_t kBlock = 16;
+        for (int64_t first = 0; first < vocab; first += kBlock) {
+          int64_t end = std::min(first + kBlock, vocab);
+          float blockMax = hypothesisLogits[first];
+          for (int64_t v = first + 1; v < end; ++v)
+            blockMax = std::max(blockMax, hypothesisLogits[v]);
+          if (!top.wants(blockMax))
             continue;
-          top.offer(a.score + double(logp[v]), static_cast<int64_t>(h), id);
+          for (int64_t v = first; v < end; ++v) {
+            auto id = static_cast<int32_t>(v);
+            while (nextBanned != bannedEnd && *nextBanned < id)
+              ++nextBanned;
+            if ((nextBanned != bannedEnd && *nextBanned == id) ||
+                id == special.pad || id == special.bos ||
+                (id == special.eos && !allowEos))
+              continue;
+            top.offer(hypothesisLogits[v], static_cast<int64_t>(h), id);
+          }
         }
-        candidates.insert(candidates.end(), top.best().begin(),
-                          top.best().end());
+        // From logits to total scores, for the few that matter.
+        for (Candidate c : top.best()) {
+          c.score = a.score + double(static_cast<float>(c.score) - shift);
+          candidates.push_back(c);
+        }
       }
       auto better = [](const Candidate &x, const Candidate &y) {
         if (x.score != y.score)

@@ -2,6 +2,7 @@
 #include "runtime/session/BatchDecoder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -85,7 +86,12 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   }
   frame.bind("logits", logits.data(), {active, 1, vocab});
   // Keep the first failure; the search still runs to its end.
-  if (llvm::Error e = frame.call()) {
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error called = frame.call();
+  stepTime += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+  if (llvm::Error e = std::move(called)) {
     if (!failure)
       failure = std::move(e);
     else

@@ -54,6 +54,9 @@ public:
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
+  /// Seconds spent in the compiled decode_step so far (the rest of a
+  /// search's time is the search itself).
+  double stepSeconds() const { return stepTime; }
 
 
 private:
@@ -66,6 +69,7 @@ private:
   SourceBatch src;
   int64_t capacity, slots, layers, dModel, vocab;
   int64_t active = 0, position = 0;
+  double stepTime = 0;
   /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
   /// and per slot (what decode_step reads).
   std::vector<float *> rowStore, cross, self;

@@ -354,6 +354,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     auto start = std::chrono::steady_clock::now();
     Result result = search(**decoder, effective, specialIds());
     decodeTime += secondsSince(start);
+    stepTime += static_cast<BatchDecoder &>(**decoder).stepSeconds();
     if (llvm::Error e = (*decoder)->takeError())
       return std::move(e);
     return result;
@@ -363,7 +364,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     TokenRows sources;
     Result result;
     std::string error; // the slice's first failure
-    double encodeSeconds = 0;
+    double encodeSeconds = 0, stepSeconds = 0;
   };
   std::vector<Slice> slices(workers);
   for (int64_t r = 0; r < rows; ++r)
@@ -380,6 +381,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
       return;
     }
     slice.result = search(**decoder, effective, specialIds());
+    slice.stepSeconds = static_cast<BatchDecoder &>(**decoder).stepSeconds();
     if (llvm::Error e = (*decoder)->takeError())
       slice.error = llvm::toString(std::move(e));
   };
@@ -395,6 +397,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   Result result;
   for (Slice &slice : slices) {
     encode = std::max(encode, slice.encodeSeconds);
+    stepTime += slice.stepSeconds;
     if (!slice.error.empty())
       return error(slice.error);
     for (auto &row : slice.result)

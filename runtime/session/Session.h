@@ -104,6 +104,10 @@ public:
   /// opened (for throughput reports).
   double encodeSeconds() const { return encodeTime; }
   double decodeSeconds() const { return decodeTime; }
+  /// Of decodeSeconds, the time in the compiled decoder steps (the rest is
+  /// the search: scores, candidates, cache moves). Summed over worker
+  /// threads.
+  double stepSeconds() const { return stepTime; }
 
   /// Runs the encoder on `sources` and returns a decoder whose slots are
   /// the rows, with KV caches for `maxSteps` positions and room for
@@ -134,7 +138,7 @@ private:
   std::vector<float> positionalTable;
   /// Weights of merged projections, concatenated once ("a|b|c").
   std::map<std::string, std::vector<float>> packedWeights;
-  double encodeTime = 0, decodeTime = 0;
+  double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int threads = 1;
   /// Call frames (weights bound) per worker thread; [0] is the caller's.
   std::vector<std::unique_ptr<Frames>> frames;

@@ -3,6 +3,10 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <optional>
 #include <string>
 
 using namespace tfmc;
@@ -59,8 +63,67 @@ tfmc::runtime::createTextTokenizers(const frontend::Model &m) {
   return TextTokenizers{std::move(*src), std::move(*tgt)};
 }
 
+namespace {
+
+/// The single updating progress line on stderr: lines done (of the total
+/// when known), sentences/s, target tokens/s and the time left.
+class ProgressLine {
+public:
+  ProgressLine(llvm::raw_ostream &os, bool enabled,
+               std::optional<int64_t> total)
+      : os(os), enabled(enabled), total(total),
+        start(std::chrono::steady_clock::now()) {}
+
+  void update(int64_t lines, int64_t tokens, bool force = false) {
+    if (!enabled)
+      return;
+    auto now = std::chrono::steady_clock::now();
+    if (!force && now - lastDraw < std::chrono::milliseconds(200))
+      return;
+    lastDraw = now;
+    double seconds = std::chrono::duration<double>(now - start).count();
+    double rate = seconds > 0 ? lines / seconds : 0;
+    std::string text =
+        total ? llvm::formatv("{0}/{1} lines", lines, *total).str()
+              : llvm::formatv("{0} lines", lines).str();
+    text += llvm::formatv(", {0:f1} sentences/s, {1:f0} tokens/s", rate,
+                          seconds > 0 ? tokens / seconds : 0.0)
+                .str();
+    if (total && rate > 0 && lines < *total)
+      text += llvm::formatv(", ETA {0:f0} s", (*total - lines) / rate).str();
+    os << "\r" << text << "\x1b[K";
+    os.flush();
+    drawn = true;
+  }
+  /// Clears the line (before a warning, or at the end).
+  void clear() {
+    if (enabled && drawn) {
+      os << "\r\x1b[K";
+      os.flush();
+      drawn = false;
+    }
+  }
+
+private:
+  llvm::raw_ostream &os;
+  bool enabled;
+  std::optional<int64_t> total;
+  std::chrono::steady_clock::time_point start, lastDraw;
+  bool drawn = false;
+};
+
+/// One input line on its way through the translator.
+struct WindowLine {
+  int64_t index = 0; // 0-based input line
+  PendingLine line;
+  bool done = false;
+  std::vector<Hypothesis> nbest;
+};
+
+} // namespace
+
 llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
-    Session &session, const TextTokenizers *tokenizers, std::istream &in,
+    Session &session, const TextTokenizers *tokenizers, LineReader &in,
     llvm::raw_ostream &out, llvm::raw_ostream &diagnostics,
     const TranslateOptions &options) {
   const Tokenizer *sourceTokenizer =
@@ -82,63 +145,58 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   TranslateStats stats;
   int64_t vocab = session.model().sourceVocab.size();
   int64_t maxTokens = session.maxSourceTokens();
-  std::vector<PendingLine> batch;
-  int64_t firstLine = 0; // 0-based number of the batch's first line
-  auto flush = [&]() -> llvm::Error {
-    TokenRows sources;
-    for (PendingLine &p : batch)
-      if (p.decode)
-        sources.push_back(p.ids);
-    bool beam = options.search.beamSize > 1 || options.scores;
-    std::vector<std::vector<Hypothesis>> hypotheses;
-    if (beam) {
-      auto outputs = session.translateBeam(sources, options.search);
-      if (!outputs)
-        return outputs.takeError();
-      hypotheses = std::move(*outputs);
-    } else {
-      auto outputs = session.translate(sources, options.search);
-      if (!outputs)
-        return outputs.takeError();
-      for (std::vector<int32_t> &ids : *outputs)
-        hypotheses.push_back({Hypothesis{std::move(ids), 0.0}});
-    }
-    size_t next = 0;
-    for (PendingLine &p : batch) {
-      int64_t index = firstLine++;
-      if (!p.decode) {
+  int64_t batchSize = std::max<int64_t>(options.batchSize, 1);
+  int64_t readAhead =
+      options.readAhead > 0 ? options.readAhead : 16 * batchSize;
+  ProgressLine progress(diagnostics, options.progress, options.totalLines);
+  auto warn = [&](const std::string &text) {
+    progress.clear();
+    diagnostics << text;
+  };
+
+  // Lines read and not yet written, in input order.
+  std::deque<WindowLine> window;
+  int64_t undone = 0;
+  auto writeReady = [&]() {
+    bool wrote = false;
+    while (!window.empty() && window.front().done) {
+      WindowLine &w = window.front();
+      wrote = true;
+      if (!w.line.decode) {
         // An empty line translates to nothing; a bad one was reported.
         if (!options.scores)
           out << "\n";
-        else if (!p.bad)
-          out << index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0) << "\n";
-        continue;
-      }
-      const std::vector<Hypothesis> &nbest = hypotheses[next++];
-      if (!options.scores) {
-        const std::vector<int32_t> &ids =
-            nbest.empty() ? std::vector<int32_t>() : nbest.front().ids;
+        else if (!w.line.bad)
+          out << w.index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0)
+              << "\n";
+      } else if (!options.scores) {
+        const std::vector<int32_t> &ids = w.nbest.empty()
+                                              ? std::vector<int32_t>()
+                                              : w.nbest.front().ids;
         stats.generatedTokens += static_cast<int64_t>(ids.size());
-        out << render(ids, p) << "\n";
-        continue;
+        out << render(ids, w.line) << "\n";
+      } else {
+        for (int64_t k = 0;
+             k < options.nBest && k < int64_t(w.nbest.size()); ++k) {
+          out << w.index << " ||| " << render(w.nbest[k].ids, w.line)
+              << " ||| " << llvm::formatv("{0:f6}", w.nbest[k].score) << "\n";
+          stats.generatedTokens += static_cast<int64_t>(w.nbest[k].ids.size());
+        }
       }
-      for (int64_t k = 0; k < options.nBest && k < int64_t(nbest.size()); ++k) {
-        out << index << " ||| " << render(nbest[k].ids, p) << " ||| "
-            << llvm::formatv("{0:f6}", nbest[k].score) << "\n";
-        stats.generatedTokens += static_cast<int64_t>(nbest[k].ids.size());
-      }
+      ++stats.writtenLines;
+      window.pop_front();
     }
-    out.flush();
-    batch.clear();
-    return llvm::Error::success();
+    if (wrote) {
+      out.flush();
+      progress.update(stats.writtenLines, stats.generatedTokens);
+    }
   };
 
-  std::string line;
-  while (std::getline(in, line)) {
-    ++stats.lines;
+  auto readLine = [&](const std::string &line) {
+    WindowLine w;
+    w.index = stats.lines++;
     llvm::StringRef text(line);
     text = text.rtrim("\r");
-    PendingLine pending;
     if (!text.trim().empty()) {
       auto encode = [&]() -> llvm::Expected<Encoding> {
         if (sourceTokenizer)
@@ -153,30 +211,108 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       llvm::Expected<Encoding> encoded = encode();
       if (!encoded) {
         ++stats.badLines;
-        pending.bad = true;
-        diagnostics << llvm::formatv("error: input line {0}: {1}\n",
-                                     stats.lines,
-                                     llvm::toString(encoded.takeError()));
+        w.line.bad = true;
+        warn(llvm::formatv("error: input line {0}: {1}\n", stats.lines,
+                           llvm::toString(encoded.takeError())));
       } else {
-        pending.decode = true;
-        pending.ids = std::move(encoded->ids);
-        pending.unknownSpans = std::move(encoded->unknownSpans);
-        if (static_cast<int64_t>(pending.ids.size()) > maxTokens) {
+        w.line.decode = true;
+        w.line.ids = std::move(encoded->ids);
+        w.line.unknownSpans = std::move(encoded->unknownSpans);
+        if (static_cast<int64_t>(w.line.ids.size()) > maxTokens) {
           ++stats.truncatedLines;
-          diagnostics << llvm::formatv(
-              "warning: input line {0}: {1} tokens, truncated to {2} "
-              "(max_len {3} with eos)\n",
-              stats.lines, pending.ids.size(), maxTokens, maxTokens + 1);
+          warn(llvm::formatv("warning: input line {0}: {1} tokens, truncated "
+                             "to {2} (max_len {3} with eos)\n",
+                             stats.lines, w.line.ids.size(), maxTokens,
+                             maxTokens + 1));
         }
       }
     }
-    batch.push_back(std::move(pending));
-    if (static_cast<int64_t>(batch.size()) >= options.batchSize)
-      if (llvm::Error e = flush())
+    w.done = !w.line.decode;
+    undone += w.done ? 0 : 1;
+    window.push_back(std::move(w));
+  };
+
+  // Translates `rows` (pointers into the window) as one batch.
+  bool beam = options.search.beamSize > 1 || options.scores;
+  auto translateBatch = [&](llvm::ArrayRef<WindowLine *> rows) -> llvm::Error {
+    TokenRows sources;
+    for (WindowLine *w : rows)
+      sources.push_back(w->line.ids);
+    if (beam) {
+      auto outputs = session.translateBeam(sources, options.search);
+      if (!outputs)
+        return outputs.takeError();
+      for (size_t i = 0; i < rows.size(); ++i)
+        rows[i]->nbest = std::move((*outputs)[i]);
+    } else {
+      auto outputs = session.translate(sources, options.search);
+      if (!outputs)
+        return outputs.takeError();
+      for (size_t i = 0; i < rows.size(); ++i)
+        rows[i]->nbest = {Hypothesis{std::move((*outputs)[i]), 0.0}};
+    }
+    for (WindowLine *w : rows)
+      w->done = true;
+    undone -= static_cast<int64_t>(rows.size());
+    return llvm::Error::success();
+  };
+
+  bool ended = false;
+  std::string line;
+  for (;;) {
+    // Read ahead, but wait for input only when there is nothing else to
+    // do: lines typed or piped in are translated as soon as they arrive.
+    while (!ended && undone < readAhead) {
+      auto status = in.next(line, /*wait=*/undone == 0 && window.empty());
+      if (!status)
+        return status.takeError();
+      if (*status == LineReader::Status::WouldBlock)
+        break;
+      if (*status == LineReader::Status::End) {
+        ended = true;
+        break;
+      }
+      readLine(line);
+    }
+    writeReady();
+    if (window.empty() && ended)
+      break;
+    if (undone == 0)
+      continue;
+    // The window's untranslated lines, shortest first (stable), cut into
+    // batches of at most batchSize sentences and batchTokens padded source
+    // tokens; results are written in input order as soon as they are in.
+    std::vector<WindowLine *> todo;
+    for (WindowLine &w : window)
+      if (!w.done)
+        todo.push_back(&w);
+    auto length = [&](const WindowLine *w) {
+      return std::min<int64_t>(w->line.ids.size(), maxTokens) + 1;
+    };
+    if (options.sortByLength)
+      std::stable_sort(todo.begin(), todo.end(),
+                       [&](const WindowLine *a, const WindowLine *b) {
+                         return length(a) < length(b);
+                       });
+    for (size_t first = 0; first < todo.size();) {
+      size_t end = first + 1;
+      int64_t longest = length(todo[first]);
+      while (end < todo.size() && int64_t(end - first) < batchSize) {
+        int64_t l = std::max(longest, length(todo[end]));
+        if (options.batchTokens > 0 &&
+            l * int64_t(end - first + 1) > options.batchTokens)
+          break;
+        longest = l;
+        ++end;
+      }
+      if (llvm::Error e = translateBatch(
+              llvm::ArrayRef<WindowLine *>(todo).slice(first, end - first)))
         return std::move(e);
+      writeReady();
+      first = end;
+    }
   }
-  if (!batch.empty())
-    if (llvm::Error e = flush())
-      return std::move(e);
+  progress.update(stats.writtenLines, stats.generatedTokens, /*force=*/true);
+  progress.clear();
   return stats;
 }

@@ -2,13 +2,14 @@
 #ifndef RUNTIME_SESSION_TRANSLATOR_H
 #define RUNTIME_SESSION_TRANSLATOR_H
 
+#include "runtime/session/LineReader.h"
 #include "runtime/session/Session.h"
 #include "runtime/tokenizers/Tokenizer.h"
 
 #include "llvm/Support/raw_ostream.h"
 
-#include <istream>
 #include <memory>
+#include <optional>
 
 namespace tfmc::runtime {
 
@@ -27,8 +28,21 @@ struct TranslateOptions {
   /// default (factor 3, offset 10, as the well-known engines do).
   TranslateOptions() { search.maxLengthFactor = 3; }
   SearchOptions search;
-  /// Lines decoded together.
+  /// Lines decoded together (at most)...
   int64_t batchSize = 32;
+  /// ...and at most this many padded source tokens per batch (rows x the
+  /// longest row, eos included; 0: no bound).
+  int64_t batchTokens = 0;
+  /// Lines read ahead and sorted by length before batching (0: 16 x
+  /// batchSize). Reading never waits for more when input is not
+  /// immediately available.
+  int64_t readAhead = 0;
+  /// Batch the read-ahead window shortest first (false: input order).
+  bool sortByLength = true;
+  /// The updating progress line on the diagnostics stream, and the total
+  /// number of lines when known (a regular file).
+  bool progress = false;
+  std::optional<int64_t> totalLines;
   /// Text mode: the k-th unk of a translation is replaced by the source text
   /// of the k-th unknown source piece (when there is one) instead of being
   /// written as the unk token.
@@ -40,6 +54,7 @@ struct TranslateOptions {
 
 struct TranslateStats {
   int64_t lines = 0;
+  int64_t writtenLines = 0;
   int64_t badLines = 0;
   int64_t truncatedLines = 0;
   int64_t generatedTokens = 0;
@@ -50,13 +65,16 @@ llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
                                                  int64_t vocab);
 
 /// Reads one sentence per line from `in` and writes exactly one line per
-/// input line to `out`, in order, flushing after each batch. Lines are text
-/// through `tokenizers` or, when it is null, space-separated token ids in
-/// and out. A bad line is reported on `diagnostics` with its 1-based number
-/// and yields an empty output line; it never stops or shifts the rest.
+/// input line to `out`, in input order, each as soon as it and every line
+/// before it are translated. Lines are read ahead (up to readAhead, never
+/// waiting for input that is not there yet), sorted by length and batched;
+/// the output does not depend on the batching. Lines are text through
+/// `tokenizers` or, when it is null, space-separated token ids in and out.
+/// A bad line is reported on `diagnostics` with its 1-based number and
+/// yields an empty output line; it never stops or shifts the rest.
 llvm::Expected<TranslateStats> translateStream(Session &session,
                                                const TextTokenizers *tokenizers,
-                                               std::istream &in,
+                                               LineReader &in,
                                                llvm::raw_ostream &out,
                                                llvm::raw_ostream &diagnostics,
                                                const TranslateOptions &options);

@@ -11,13 +11,17 @@
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iostream>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <optional>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -93,6 +97,25 @@ public:
               cl::sub(sub), cl::cat(cat)),
         threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
                 cl::sub(sub), cl::cat(cat)),
+        batchTokens("batch-tokens",
+                    cl::desc("At most this many padded source tokens per "
+                             "batch (rows x longest row; 0: no bound)"),
+                    cl::value_desc("N"), cl::init(0), cl::sub(sub),
+                    cl::cat(cat)),
+        readAhead("read-ahead",
+                  cl::desc("Lines read ahead and sorted by length into "
+                           "batches (default 16 x --batch-size); reading "
+                           "never waits for input that is not there yet"),
+                  cl::value_desc("N"), cl::init(0), cl::sub(sub),
+                  cl::cat(cat)),
+        sortBatches("sort-batches",
+                    cl::desc("Batch the read-ahead window shortest first "
+                             "(=false: in input order)"),
+                    cl::init(true), cl::sub(sub), cl::cat(cat)),
+        progress("progress",
+                 cl::desc("An updating progress line and a final summary "
+                          "on stderr (default when stderr is a terminal)"),
+                 cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
@@ -123,12 +146,21 @@ public:
       return fail("--length-penalty must not be negative");
     if (threads < 1)
       return fail("--threads must be at least 1");
-    std::ifstream file;
+    if (batchTokens < 0)
+      return fail("--batch-tokens must not be negative");
+    if (readAhead < 0)
+      return fail("--read-ahead must not be negative");
+    int inputFd = 0;
     if (!input.empty()) {
-      file.open(input);
-      if (!file)
-        return fail(input + ": cannot open file");
+      inputFd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+      if (inputFd < 0)
+        return fail(input + ": cannot open file: " + std::strerror(errno));
     }
+    auto closeInput = llvm::make_scope_exit([&] {
+      if (inputFd > 0)
+        ::close(inputFd);
+    });
+    runtime::LineReader reader(inputFd);
     runtime::SessionOptions sessionOptions;
     sessionOptions.dumpDir = dumpIR;
     sessionOptions.threads = threads;
@@ -191,9 +223,21 @@ public:
     std::optional<mlir::TimingScope> translateTiming;
     if (timing.root())
       translateTiming.emplace(timing.root()->nest("translate"));
+    options.batchTokens = batchTokens;
+    options.readAhead = readAhead;
+    options.sortByLength = sortBatches;
+    bool showProgress =
+        progress || llvm::sys::Process::StandardErrIsDisplayed();
+    options.progress = showProgress;
+    options.totalLines = reader.regularFileLines();
+    auto translateStart = std::chrono::steady_clock::now();
     auto result = runtime::translateStream(
-        **session, tokenizers ? &*tokenizers : nullptr,
-        input.empty() ? std::cin : file, out, llvm::errs(), options);
+        **session, tokenizers ? &*tokenizers : nullptr, reader, out,
+        llvm::errs(), options);
+    double translateSeconds = std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() -
+                                  translateStart)
+                                  .count();
     out.flush();
     translateTiming.reset();
     if (out.firstWrite())
@@ -201,14 +245,21 @@ public:
                   *out.firstWrite());
     if (!result)
       return fail(result.takeError());
-    if (stats) {
+    if (stats || showProgress) {
       const runtime::Session &s = **session;
       double decode = s.decodeSeconds();
       llvm::errs() << llvm::formatv(
-          "tfmc: {0} lines, {1} tokens; load+compile {2:f3} s (JIT {3:f3} "
-          "s), encode {4:f3} s, decode {5:f3} s, {6:f1} tokens/s\n",
-          result->lines, result->generatedTokens, loadSeconds,
-          s.compiled().compileSeconds(), s.encodeSeconds(), decode,
+          "tfmc: {0} lines ({1} bad), {2} tokens in {3:f3} s: {4:f1} "
+          "sentences/s, {5:f1} tokens/s; load+compile {6:f3} s (JIT {7:f3} "
+          "s), encode {8:f3} s, decode {9:f3} s (model steps {10:f3} s, "
+          "search {11:f3} s), {12:f1} tokens/s decoding\n",
+          result->lines, result->badLines, result->generatedTokens,
+          translateSeconds,
+          translateSeconds > 0 ? result->lines / translateSeconds : 0.0,
+          translateSeconds > 0 ? result->generatedTokens / translateSeconds
+                               : 0.0,
+          loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(),
+          decode, s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
           decode > 0 ? result->generatedTokens / decode : 0.0);
     }
     return result->badLines ? 1 : 0;
@@ -248,6 +299,8 @@ private:
   cl::opt<int64_t> nBest;
   cl::opt<bool> scores, stats;
   cl::opt<int> threads;
+  cl::opt<int64_t> batchTokens, readAhead;
+  cl::opt<bool> sortBatches, progress;
   KernelsOption kernels;
   CacheOptions cache;
   TimingOption timing;
