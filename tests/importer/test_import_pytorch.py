@@ -5,9 +5,12 @@
 For every layout a small random seed-structured model (tests/reference/
 seed_models.py) is saved with torch.save, imported into a temporary
 directory, and the written model, run by tfm_reference.load, must give the
-seed module's logits (or encoder states) within 1e-5. Error cases check the
-one-line messages and that a checkpoint holding arbitrary Python objects is
-refused without running them.
+seed module's logits (or encoder states) within 1e-5. The tool's own check
+must catch a wrong name map; positional tables are dropped only when they
+are the sinusoid (within float32 rounding); recipe options are checked with
+tfmc's rules and messages. Error cases check the one-line messages and that
+a checkpoint holding arbitrary Python objects is refused without running
+them.
 """
 
 import builtins
@@ -131,7 +134,9 @@ def test_tutorial_layout(tmp_path, capsys):
                      embedding_scale=False, positional_encoding="sinusoidal")
     # seed 001 registers its table as positional_encoding.pe: dropped, with a note
     assert "note: dropped positional-encoding buffer 'positional_encoding.pe'" in err
-    assert "check: max logit difference 0 " in stdout
+    assert ("check: seed_models.TutorialTransformer loaded with the checkpoint's tensors (load_state_dict, "
+            "strict) vs ") in stdout
+    assert "(ok, tolerance 0.0001)" in stdout
     loaded = assert_matches_seed(model, out)
     assert_tensor_names_and_shapes(out, loaded)
     assert list(ref.read_safetensors(out / "model.safetensors")) == canonical_names(a, 30, 33)
@@ -157,7 +162,7 @@ def test_per_head_layout(tmp_path, capsys):
     model = per_head_model()
     ckpt = save(tmp_path, model.state_dict())
     out = tmp_path / "out"
-    rc, _, err = run([ckpt, "-o", out, "--layout", "per-head"], capsys)
+    rc, stdout, err = run([ckpt, "-o", out, "--layout", "per-head"], capsys)
     assert rc == 0, err
     a = read_json(out / "model.json")["architecture"]
     assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
@@ -169,6 +174,7 @@ def test_per_head_layout(tmp_path, capsys):
     assert "encoder_final_norm" not in a and "decoder_final_norm" not in a
     for name in ("cn_positional_encoding.pe", "en_positional_encoding.pe"):
         assert f"note: dropped positional-encoding buffer '{name}'" in err
+    assert "check: seed_models.PerHeadTranslationTransformer loaded with the checkpoint's tensors" in stdout
     loaded = assert_matches_seed(model, out)
     assert_tensor_names_and_shapes(out, loaded)
     # per-head query linears are concatenated in head order
@@ -189,8 +195,9 @@ def test_torch_nn_transformer_layout(tmp_path, capsys, norm_first):
     ckpt = save(tmp_path, model.state_dict())
     out = tmp_path / "out"
     flags = ["--layout", "torch-nn-transformer", "--num-heads", 4, "--max-len", 40, "--activation", "gelu"]
-    rc, _, err = run([ckpt, "-o", out] + flags + (["--norm", "pre"] if norm_first else []), capsys)
+    rc, stdout, err = run([ckpt, "-o", out] + flags + (["--norm", "pre"] if norm_first else []), capsys)
     assert rc == 0, err
+    assert "check: seed_models.TorchTransformerTranslator loaded with the checkpoint's tensors" in stdout
     a = read_json(out / "model.json")["architecture"]
     assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
         (32, 4, 2, 1, 40)
@@ -220,7 +227,8 @@ def test_custom_layout_encoder_only(tmp_path, capsys):
     assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
         (32, 4, 2, 0, 64)
     assert a["norm"] == "post" and a["max_len"] == 24 and a["layer_norm_eps"] == 1e-12
-    assert "check: max state difference" in stdout
+    assert "check: round trip only (custom layout): max state difference 0 " in stdout
+    assert "this checks the written files, not the name map or the recipe" in stdout
     loaded = ref.load(str(out))
     assert not loaded.has_decoder
     states = loaded.encode_states(SRCS)
@@ -252,9 +260,12 @@ def test_names_override_a_default(tmp_path, capsys):
     ckpt = save(tmp_path, sd)
     names = tmp_path / "names.json"
     names.write_text(json.dumps({"linear.weight": "out.weight", "linear.bias": "out.bias"}))
-    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "torch-nn-transformer", "--num-heads", 4,
-                      "--max-len", 40, "--activation", "gelu", "--names", names], capsys)
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", "torch-nn-transformer", "--num-heads", 4,
+                           "--max-len", 40, "--activation", "gelu", "--names", names], capsys)
     assert rc == 0, err
+    # the check still loads the checkpoint into nn.Transformer, the generator through --names
+    assert "check: seed_models.TorchTransformerTranslator" in stdout
+    assert "2 tensors found through --names" in stdout
     assert_matches_seed(model, tmp_path / "o")
 
 
@@ -263,9 +274,14 @@ def test_vocabularies_and_f16(tmp_path, capsys):
     ckpt = save(tmp_path, model.state_dict())
     src_vocab = tmp_path / "my.src"
     src_vocab.write_text("\n".join(ref.SPECIAL_NAMES + [f"w{i}" for i in range(26)]) + "\n")
-    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
-                      "--src-vocab", src_vocab, "--dtype", "f16"], capsys)
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
+                           "--src-vocab", src_vocab, "--dtype", "f16"], capsys)
     assert rc == 0, err
+    # checked against the checkpoint rounded to f16; the rounding itself is reported
+    assert "check: seed_models.TutorialTransformer loaded with the checkpoint's tensors rounded to f16" in stdout
+    line = next(x for x in stdout.splitlines() if x.startswith("check: against the unrounded checkpoint tensors"))
+    assert "(f16 rounding; reported, not checked)" in line
+    assert 0 < float(line.split("max logit difference ")[1].split()[0]) < 0.05
     assert (tmp_path / "o" / "src.vocab").read_bytes() == src_vocab.read_bytes()
     with open(tmp_path / "o" / "model.safetensors", "rb") as f:
         n = int.from_bytes(f.read(8), "little")
@@ -301,7 +317,281 @@ def test_recipe_flags(tmp_path, capsys):
 
     rc, _, err = run([ckpt, "-o", tmp_path / "p", "--layout", "tutorial", "--num-heads", 4, "--max-len", 30,
                       "--encoder-layer", "x = self_attn(x)"], capsys)
-    assert rc == 1 and "ffn must be used exactly once" in err
+    assert rc == 1
+    assert err == "error: --encoder-layer 'x = self_attn(x)': column 17: no ffn (an encoder layer needs exactly one)\n"
+    assert not (tmp_path / "p").exists()
+
+
+# --------------------------------------------------------------------------- positional tables
+
+
+def seed000_table(max_len, d_model):
+    """Seed 000's PositionEncoding table, computed as the tutorial does (float32 pow)."""
+    pe = torch.zeros(size=(max_len, d_model))
+    pos = torch.arange(0, max_len).unsqueeze(1)
+    div_term = torch.pow(10000, (torch.arange(0, d_model, 2) / d_model))
+    pe[:, 0::2] = torch.sin(pos / div_term)
+    pe[:, 1::2] = torch.cos(pos / div_term)
+    return pe
+
+
+def seed001_table(max_len, d_model):
+    """Seed 001's PositionalEncoding table (float32 exp/log), without its leading batch dim."""
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-torch.log(torch.tensor(10000.0)) / d_model))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+@pytest.mark.parametrize("make", [seed000_table, seed001_table])
+def test_seed_tables_with_5000_rows_are_dropped(make, capsys):
+    """Float32 rounding of large angles (~4e-4 at position 5000) is not a learned table."""
+    table = make(5000, 512)
+    diff = float((table.double() - torch.from_numpy(tool.sinusoidal_table(5000, 512))).abs().max())
+    assert 1e-4 < diff < 1e-3  # beyond a flat 1e-4: the tolerance has to grow with the position
+    tensors = {"positional_encoding.pe": table[None], "cn_positional_encoding.pe": table, "w": torch.ones(2)}
+    assert tool.drop_positional_tables(tensors, {}) == {"positional_encoding.pe": (5000, 512),
+                                                        "cn_positional_encoding.pe": (5000, 512)}
+    assert list(tensors) == ["w"]
+    err = capsys.readouterr().err
+    assert err.count("note: dropped positional-encoding buffer") == 2 and "learned" not in err
+
+
+def test_seed001_table_of_5000_rows_imports(tmp_path, capsys):
+    """Seed 001's default max_len=5000, its table computed the tutorial's way."""
+    model = tutorial_model()
+    sd = model.state_dict()
+    sd["positional_encoding.pe"] = seed001_table(5000, 32)[None]
+    rc, stdout, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4],
+                          capsys)
+    assert rc == 0, err
+    assert "note: dropped positional-encoding buffer 'positional_encoding.pe' [1, 5000, 32]" in err
+    assert read_json(tmp_path / "o" / "model.json")["architecture"]["max_len"] == 5000
+    assert "(ok, tolerance 0.0001)" in stdout
+
+
+def test_seed_model_tables_are_dropped_without_warning(tmp_path, capsys):
+    for model in (tutorial_model(), per_head_model(), seed_encoder()):
+        tensors = dict(model.state_dict())
+        dropped = tool.drop_positional_tables(tensors, {})
+        assert dropped and not any(tool.is_positional_candidate(n) for n in tensors)
+    err = capsys.readouterr().err
+    assert "learned" not in err.lower() and "WARNING" not in err
+
+
+@pytest.mark.parametrize("name, table", [
+    ("positional_encoding.pe", torch.randn(1, 40, 32, generator=torch.Generator().manual_seed(1)) * 0.02),
+    ("pos_embedding.weight", torch.randn(40, 32, generator=torch.Generator().manual_seed(2))),
+    ("enc.position_embeddings.weight", ref.positional_encoding(40, 32) + 1e-3),
+])
+def test_learned_positional_table_is_an_error(tmp_path, capsys, name, table):
+    sd = tutorial_model().state_dict()
+    del sd["positional_encoding.pe"]
+    sd[name] = table
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
+                      "--max-len", 40], capsys)
+    assert rc == 1
+    assert err.startswith(f"error: tensor '{name}' {list(table.shape)} looks like a learned positional table "
+                          f"(it differs from the sinusoidal encoding tfmc uses by up to ")
+    assert err.endswith("): tfmc cannot run it\n") and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_table_off_at_one_late_position_is_an_error(capsys):
+    """The tolerance grows with the position, but stays far below a learned table's differences."""
+    table = ref.positional_encoding(5000, 32).clone()
+    table[4000, 7] += 5e-3
+    with pytest.raises(tool.ImportFailure, match=r"first position beyond float32 rounding is 4000\)"):
+        tool.drop_positional_tables({"pe": table}, {})
+
+
+def test_positional_candidates_are_an_explicit_set():
+    for name in ("pe", "positional_encoding.pe", "embedding.pos_emb.pe", "cn_positional_encoding.weight",
+                 "pos_encoding.weight", "emb.position_embeddings.weight", "pos_embedding"):
+        assert tool.is_positional_candidate(name), name
+    for name in ("encoder.pe.weight", "type_embedding.weight", "positional_encoding.scale",
+                 "my_positional_encoding_proj.weight", "ape", "pe_norm.weight"):
+        assert not tool.is_positional_candidate(name), name
+
+
+def test_positional_name_with_another_shape_is_an_error(tmp_path, capsys):
+    sd = tutorial_model().state_dict()
+    sd["positional_encoding.pe"] = torch.zeros(2, 40, 32)
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 1 and "error: tensor 'positional_encoding.pe' [2, 40, 32] is named like a positional table" in err
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@pytest.mark.parametrize("layout", ["torch-nn-transformer", "per-head"])
+def test_check_catches_swapped_query_and_key(tmp_path, capsys, layout):
+    """A wrong --names map (query and key swapped) gives a model that loads and
+    round-trips; the check against the seed module must fail it."""
+    if layout == "per-head":
+        model, flags = per_head_model(), []
+        spec = "transformer_encoder.{i}.mha.heads.{h}.%s.weight"
+        swap = {"query": spec % "key", "key": spec % "query"}
+    else:
+        model, flags = torchnn_model(False), ["--num-heads", 4, "--max-len", 40, "--activation", "gelu"]
+        spec = "transformer.encoder.layers.{i}.self_attn.in_proj_weight[%d/3]"
+        swap = {"query": spec % 1, "key": spec % 0}
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps({f"encoder_layers.{{i}}.self_attention.{k}_linear.weight": v
+                                 for k, v in swap.items()}))
+    ckpt = save(tmp_path, model.state_dict())
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", layout, "--names", names] + flags, capsys)
+    assert rc == 1
+    assert "FAILED, tolerance 0.0001" in stdout
+    assert "error: check failed: " in err and "the name map or the layer arrangement does not describe" in err
+    # the same import without the wrong map passes
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "p", "--layout", layout] + flags, capsys)
+    assert rc == 0, err
+
+
+def test_check_follows_renames_but_not_swaps(tmp_path, capsys):
+    """Every name under a `model.` prefix: the check finds the tensors through
+    --names (a packed in_proj_weight whole), so a swap is still caught."""
+    model = torchnn_model(True)
+    sd = {("model." + k if k.startswith("transformer.") else k): v for k, v in model.state_dict().items()}
+    ckpt = save(tmp_path, sd)
+    prefixed = {k: "model." + v for k, v in tool.default_map("torch-nn-transformer").items()
+                if v.startswith("transformer.")}
+    flags = ["--layout", "torch-nn-transformer", "--num-heads", 4, "--max-len", 40, "--activation", "gelu",
+             "--norm", "pre"]
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps(prefixed))
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--names", names] + flags, capsys)
+    assert rc == 0, err
+    assert "check: seed_models.TorchTransformerTranslator" in stdout and "found through --names" in stdout
+    assert_matches_seed(model, tmp_path / "o")
+    q, k = (f"decoder_layers.{{i}}.enc_dec_attention.{x}_linear.bias" for x in ("query", "key"))
+    prefixed[q], prefixed[k] = prefixed[k], prefixed[q]
+    names.write_text(json.dumps(prefixed))
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "p", "--names", names] + flags, capsys)
+    assert rc == 1 and "error: check failed: " in err
+
+
+def test_check_catches_a_wrong_recipe(tmp_path, capsys):
+    """Recipes that are neither of nn.Transformer's arrangements (here seed 000's).
+    (Post- or pre-norm itself is not visible in the tensors: --norm is taken as given.)"""
+    ckpt = save(tmp_path, torchnn_model(False).state_dict())
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", "torch-nn-transformer", "--num-heads", 4,
+                           "--max-len", 40, "--activation", "gelu", "--encoder-layer", tool.SEED000_RECIPES["encoder"],
+                           "--decoder-layer", tool.SEED000_RECIPES["decoder"]], capsys)
+    assert rc == 1 and "check: seed_models.TorchTransformerTranslator" in stdout
+    assert "error: check failed: " in err
+
+
+def test_check_says_when_it_is_a_round_trip(tmp_path, capsys):
+    """An architecture the seed module cannot compute (tutorial names, GELU) gets the round trip, and says so."""
+    ckpt = save(tmp_path, tutorial_model().state_dict())
+    rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
+                           "--activation", "gelu", "--dtype", "f16"], capsys)
+    assert rc == 0, err
+    assert "check: round trip only (the architecture is not seed 001's" in stdout
+    assert "this checks the written files, not the name map or the recipe" in stdout
+    assert "check: against the unrounded tensors: max logit difference " in stdout
+
+
+# --------------------------------------------------------------------------- recipe options
+
+
+# tfmc's messages (tests/unit/frontends/LayerRecipeTest.cpp)
+@pytest.mark.parametrize("text, stack, message", [
+    ("", "encoder", "column 1: expected a statement"),
+    ("x = ", "encoder", "column 5: expected a value or a sublayer, found the end of the recipe"),
+    ("x = ffn(x", "encoder", "column 10: expected ')', found the end of the recipe"),
+    ("x == x", "encoder", "column 4: expected a value or a sublayer, found '='"),
+    ("x = x + self_attn(x) x = ffn(x)", "encoder", "column 22: expected ';', found 'x'"),
+    ("x = x - ffn(x)", "encoder", "column 7: unexpected character '-'"),
+    ("x = ffn x", "encoder", "column 9: expected '(', found 'x'"),
+    ("ffn = self_attn(x)", "encoder", "column 1: 'ffn' is a sublayer, not a value name"),
+    ("x = norm0(x)", "encoder", "column 5: unknown sublayer 'norm0' (norms are norm1 ... norm9)"),
+    ("x = \x01", "encoder", "column 5: unexpected character '\\x01'"),
+    ("x = self_attn(x)", "encoder", "column 17: no ffn (an encoder layer needs exactly one)"),
+    ("x = self_attn(x); x = ffn(x)", "decoder", "column 29: no cross_attn (a decoder layer needs exactly one)"),
+    ("x = ffn(x) + ffn(x) + self_attn(x)", "encoder", "column 14: ffn occurs more than once (a layer has one)"),
+    ("x = cross_attn(x)", "encoder", "column 5: cross_attn is only allowed in a decoder layer"),
+    ("x = h + self_attn(x); h = ffn(x)", "encoder", "column 5: 'h' is used before it is assigned"),
+    ("x = x + self_attn(x); h = ffn(x)", "encoder",
+     "column 23: the value assigned to 'h' is never used (the layer output is the final x)"),
+    ("x = ffn(x); x = self_attn(norm1(h)); h = x", "encoder", "column 33: 'h' is used before it is assigned"),
+    ("h = ffn(x); x = self_attn(x); x = x + h", "encoder", None),
+    ("x = ffn(x); x = self_attn(norm1(x) + x)", "encoder", None),
+    ("norm12 = x; x = x + self_attn(x) + ffn(x)", "encoder", "column 1: 'norm12' is a sublayer, not a value name"),
+    ("x = x +\x0bself_attn(x) + ffn(x)", "encoder", "column 8: unexpected character '\\x0b'"),
+    ("x = x +\r\n\tself_attn(x) + ffn(x);", "encoder", None),
+    ("norm = norm1(x); x = x + self_attn(norm) + ffn(norm)", "encoder", None),
+])
+def test_recipe_rules_are_tfmcs(text, stack, message):
+    assert tool.recipe_problem(text, stack) == message
+
+
+def test_recipe_defaults_are_valid():
+    for (stack, _), text in ref.SHORTHAND_RECIPES.items():
+        assert tool.recipe_problem(text, stack) is None
+    for stack, text in tool.SEED000_RECIPES.items():
+        assert tool.recipe_problem(text, stack) is None
+
+
+@pytest.mark.parametrize("option, text, message", [
+    ("--decoder-layer", "", "error: --decoder-layer '': column 1: expected a statement (the recipe is empty)"),
+    ("--encoder-layer", "  ", "error: --encoder-layer '  ': column 3: expected a statement (the recipe is empty)"),
+    ("--decoder-layer", "x = x + self_attn(x); h = ffn(x); x = x + cross_attn(x)",
+     "error: --decoder-layer 'x = x + self_attn(x); h = ffn(x); x = x + cross_attn(x)': column 23: "
+     "the value assigned to 'h' is never used (the layer output is the final x)"),
+    ("--encoder-layer", "x = norm10(x + self_attn(x)); x = x + ffn(x)",
+     "error: --encoder-layer 'x = norm10(x + self_attn(x)); x = x + ffn(x)': column 5: "
+     "unknown sublayer 'norm10' (norms are norm1 ... norm9)"),
+])
+def test_recipe_option_errors_name_the_option(tmp_path, capsys, option, text, message):
+    ckpt = save(tmp_path, tutorial_model().state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4, option, text],
+                     capsys)
+    assert rc == 1 and err == message + "\n"
+    assert not (tmp_path / "o").exists()
+
+
+def test_empty_decoder_recipe_is_not_absent(tmp_path, capsys):
+    """--decoder-layer '' is an error even where the layout has a recipe of its own (per-head)."""
+    ckpt = save(tmp_path, per_head_model().state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "per-head", "--decoder-layer", ""], capsys)
+    assert rc == 1 and "--decoder-layer '': column 1: expected a statement" in err
+
+
+# --------------------------------------------------------------------------- layout hints
+
+
+@pytest.mark.parametrize("model, wrong, right", [
+    (lambda: torchnn_model(False), "tutorial", "torch-nn-transformer"),
+    (lambda: torchnn_model(False), "per-head", "torch-nn-transformer"),
+    (lambda: per_head_model(), "torch-nn-transformer", "per-head"),
+    (lambda: per_head_model(), "tutorial", "per-head"),
+    (lambda: tutorial_model(), "per-head", "tutorial"),
+])
+def test_wrong_layout_hints_the_right_one(tmp_path, capsys, model, wrong, right):
+    ckpt = save(tmp_path, model().state_dict())
+    rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", wrong, "--num-heads", 4, "--max-len", 40], capsys)
+    assert rc == 1
+    assert err.endswith(f" (the names look like --layout {right})\n") and err.count("\n") == err.count("note:") + 1
+
+
+def test_no_hint_when_the_layout_fits(tmp_path, capsys):
+    sd = per_head_model().state_dict()
+    del sd["transformer_encoder.1.ln2.bias"]
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "per-head"], capsys)
+    assert rc == 1 and "look like" not in err
+
+
+def test_custom_map_of_another_layout_hints(tmp_path, capsys):
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps(sm.seed_encoder_names()))
+    rc, _, err = run([save(tmp_path, torchnn_model(False).state_dict()), "-o", tmp_path / "o", "--layout", "custom",
+                      "--names", names, "--num-heads", 4, "--max-len", 40], capsys)
+    assert rc == 1 and err.endswith("(the names look like --layout torch-nn-transformer)\n")
 
 
 # --------------------------------------------------------------------------- errors
@@ -412,3 +702,15 @@ def test_command_line_errors_are_one_line(tmp_path):
                              text=True)
         assert res.returncode == 1, argv
         assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_outside_a_checkout_is_one_clear_line(tmp_path):
+    """The tool imports tests/reference relative to itself: a copy elsewhere says so."""
+    (tmp_path / "tools").mkdir()
+    copy = tmp_path / "tools" / "tfmc-import-pytorch"
+    copy.write_bytes(open(TOOL, "rb").read())
+    res = subprocess.run([sys.executable, str(copy), "x.pt", "-o", "o", "--layout", "tutorial"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1
+    assert res.stderr.startswith("error: cannot find tfm_reference.py in ")
+    assert "runs from a checkout of the tfmc repository" in res.stderr
