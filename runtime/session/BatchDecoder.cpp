@@ -26,7 +26,9 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
       cross.push_back(arena.acquire(slots * src.length * dModel));
     self.push_back(arena.acquire(slots * capacity * dModel));
   }
-  slotRow.resize(slots);
+  // Slot r holds row r; the other slots hold no row yet (their cross
+  // keys/values are written when a hypothesis first moves there).
+  slotRow.assign(slots, -1);
   for (int64_t r = 0; r < src.rows; ++r)
     slotRow[r] = r;
   slotLengths.resize(slots);
@@ -157,7 +159,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
                       usedBytes);
       continue;
     }
-    float *save = scratch[b];
+    float *save = saved > 0 ? scratch[b] : nullptr;
     for (int64_t j = 0; j < active; ++j)
       if (savedAt[j] >= 0)
         std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize,

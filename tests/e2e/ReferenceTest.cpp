@@ -278,6 +278,27 @@ TEST_P(Reference, RowsAreIndependentOfTheirBatch) {
     EXPECT_EQ((*backwards)[src.size() - 1 - i], (*together)[i]) << "row " << i;
 }
 
+TEST_P(Reference, BeamRowsAreIndependentOfTheirBatch) {
+  // One row alone has more beam slots than rows: its forks fill slots that
+  // held nothing before (and, from the arena, stale data of earlier
+  // batches).
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  SearchOptions options;
+  options.beamSize = 3;
+  options.maxLength = 12;
+  auto together = model().translateBeam(src, options);
+  ASSERT_TRUE(static_cast<bool>(together));
+  for (size_t i = 0; i < src.size(); ++i) {
+    auto alone = model().translateBeam({src[i]}, options);
+    ASSERT_TRUE(static_cast<bool>(alone));
+    ASSERT_EQ((*alone)[0].size(), (*together)[i].size()) << "row " << i;
+    for (size_t k = 0; k < (*alone)[0].size(); ++k) {
+      EXPECT_EQ((*alone)[0][k].ids, (*together)[i][k].ids) << "row " << i;
+      EXPECT_NEAR((*alone)[0][k].score, (*together)[i][k].score, 1e-4);
+    }
+  }
+}
+
 TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
   Session &s = model();
   SpecialIds special = s.specialIds();

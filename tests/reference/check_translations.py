@@ -82,6 +82,10 @@ def main():
     p.add_argument("--ref", help="reference translations (prints BLEU/chrF)")
     p.add_argument("--tfmc", default=os.path.join(HERE, "..", "..", "build", "bin", "tfmc"))
     p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--max-length-factor", type=float, default=3.0,
+                   help="length limit relative to the source, as tfmc translate's "
+                        "(default 3; 0: off)")
+    p.add_argument("--max-length-offset", type=int, default=10)
     p.add_argument("--kernels", default="library", choices=["library", "loops"])
     p.add_argument("--write", help="write the reference translations to this file")
     p.add_argument("--limit", type=int, default=0, help="only the first N lines")
@@ -107,11 +111,16 @@ def main():
     unk_piece = sp_tgt.id_to_piece(unk)
     t0 = time.time()
     src_ids = [sp_src.encode(line) for line in src_lines]
-    ref_ids = [model.greedy(ids, max_length=args.max_length) for ids in src_ids]
+    ref_ids = [model.greedy(ids, max_length=args.max_length,
+                            max_length_factor=args.max_length_factor,
+                            max_length_offset=args.max_length_offset)
+               for ids in src_ids]
     ref_text = [render(sp_tgt, ids, unk, unk_piece) for ids in ref_ids]
     print(f"reference: {len(src_lines)} lines in {time.time() - t0:.0f} s")
 
-    common = ["--max-length", str(args.max_length), f"--kernels={args.kernels}"]
+    common = ["--max-length", str(args.max_length), f"--kernels={args.kernels}",
+              "--max-length-factor", str(args.max_length_factor),
+              "--max-length-offset", str(args.max_length_offset)]
     t0 = time.time()
     tfmc_ids = run_tfmc(args.tfmc, args.model, [" ".join(map(str, ids)) for ids in src_ids],
                         common + ["--ids"])
