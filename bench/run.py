@@ -54,6 +54,65 @@ def weight_bytes_per_step(a, vocab):
     return 4 * (L * per_layer + vocab * d + vocab)
 
 
+STATS = re.compile(r"(\d+) tokens in [\d.]+ s: .* load\+compile ([\d.]+) s \(JIT ([\d.]+) s\), "
+                   r"encode ([\d.]+) s, decode ([\d.]+) s .*, ([\d.]+) tokens/s decoding")
+
+
+def tfmc_stats(err):
+    """(tokens, load s, JIT s, encode s, decode s, tokens/s) from --stats."""
+    m = STATS.search(err)
+    if not m:
+        sys.exit(f"bench: no stats from tfmc:\n{err}")
+    return m.groups()
+
+
+def translate_seconds(err):
+    m = re.search(r"tokens in ([\d.]+) s:", err)
+    return float(m.group(1))
+
+
+def beam_rows(tfmc, model, work, src, beam, batches, steps):
+    """Beam search at exactly `steps` tokens (eos barred): hypothesis rows
+    decoded per second, next to greedy at the largest batch."""
+    out = []
+    with open(src) as f:
+        lines = f.readlines()
+    for batch in batches:
+        inp = os.path.join(work, f"beam-src-{batch}.ids")
+        with open(inp, "w") as g:
+            g.writelines(lines[:batch])
+        for k in (1, beam):
+            _, err, rss = run([tfmc, "translate", model, "--ids", "-i", inp, "--min-length",
+                               str(steps), "--max-length", str(steps), "--max-length-factor", "0",
+                               "--batch-size", str(batch), "--beam-size", str(k), "--stats"])
+            _, _, _, _, dec, _ = tfmc_stats(err)
+            rows_per_s = k * batch * steps / float(dec)
+            out.append(dict(batch=batch, beam=k, rows_per_s=rows_per_s, decode=float(dec), rss=rss))
+            print(f"bench: beam {k} batch {batch}: {rows_per_s:.1f} hypothesis rows/s",
+                  file=sys.stderr)
+    return out
+
+
+def sorted_rows(tfmc, model, work, vocab, lines=256, repeats=3):
+    """A file of mixed source lengths (1-63 ids), greedy with eos allowed,
+    batched in input order vs length-sorted: median translate seconds."""
+    rng = random.Random(11)
+    inp = os.path.join(work, "mixed.ids")
+    with open(inp, "w") as f:
+        for _ in range(lines):
+            n = rng.choice([rng.randrange(1, 8), rng.randrange(8, 24), rng.randrange(24, 64)])
+            f.write(" ".join(str(rng.randrange(4, vocab)) for _ in range(n)) + "\n")
+    result = {}
+    for sort in ("false", "true"):
+        times = []
+        for _ in range(repeats):
+            _, err, _ = run([tfmc, "translate", model, "--ids", "-i", inp, "--max-length", "64",
+                             "--sort-batches=" + sort, "--stats"])
+            times.append(translate_seconds(err))
+        result[sort] = sorted(times)[len(times) // 2]
+    return lines, result
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", default="/tmp/tfmc-bench")
@@ -64,6 +123,11 @@ def main():
     p.add_argument("--sentences", type=int, default=0,
                    help="sentences per run (default: max(4, batch) for batch 1, else batch)")
     p.add_argument("--skip-pytorch", action="store_true")
+    p.add_argument("--beam", type=int, default=4, help="beam size of the beam rows")
+    p.add_argument("--beam-batches", default="16,32,64",
+                   help="batch sizes of the beam rows ('' to skip)")
+    p.add_argument("--skip-sorted", action="store_true",
+                   help="skip the sorted-vs-input-order row")
     args = p.parse_args()
 
     tfmc = os.path.join(ROOT, "build", "bin", "tfmc")
@@ -96,13 +160,9 @@ def main():
                 g.writelines(f.readlines()[:n])
             _, err, rss = run([tfmc, "translate", os.path.join(model_dir, "model.json"), "--ids",
                                "-i", inp, "--min-length", str(args.steps), "--max-length",
-                               str(args.steps), "--batch-size", str(batch), "--threads",
-                               str(threads), "--stats"])
-            m = re.search(r"(\d+) tokens; load\+compile ([\d.]+) s \(JIT ([\d.]+) s\), "
-                          r"encode ([\d.]+) s, decode ([\d.]+) s, ([\d.]+) tokens/s", err)
-            if not m:
-                sys.exit(f"bench: no stats from tfmc:\n{err}")
-            tokens, load, jit, enc, dec, tps = m.groups()
+                               str(args.steps), "--max-length-factor", "0", "--batch-size",
+                               str(batch), "--threads", str(threads), "--stats"])
+            tokens, load, jit, enc, dec, tps = tfmc_stats(err)
             row = dict(batch=batch, threads=threads, tfmc=float(tps), load=float(load),
                        jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
                        step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
@@ -138,6 +198,25 @@ def main():
         print(f"| {r['batch']} | {r['threads']} | {r['tfmc']:.1f} | {torch_tps} | {ratio} | {peak} | "
               f"{r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | {r['rss']:.0f} | {torch_rss} | "
               f"{r['load']:.1f} |")
+
+
+    model = os.path.join(model_dir, "model.json")
+    if args.beam_batches:
+        batches = [int(x) for x in args.beam_batches.split(",")]
+        beams = beam_rows(tfmc, model, args.work, src, args.beam, batches, args.steps)
+        greedy_best = max(r["rows_per_s"] for r in beams if r["beam"] == 1)
+        print(f"\nbeam search, {args.steps} tokens (eos barred), 1 thread: hypothesis rows "
+              f"decoded per second (beam K at batch B decodes K x B rows a step)\n")
+        print("| batch | beam | hypothesis rows/s | vs best greedy | decode s | peak RSS MB |")
+        print("|---|---|---|---|---|---|")
+        for r in beams:
+            print(f"| {r['batch']} | {r['beam']} | {r['rows_per_s']:.1f} | "
+                  f"{r['rows_per_s'] / greedy_best:.2f} | {r['decode']:.2f} | {r['rss']:.0f} |")
+    if not args.skip_sorted:
+        lines, t = sorted_rows(tfmc, model, args.work, vocab)
+        print(f"\n{lines} lines of 1-63 ids, greedy (eos allowed, --max-length 64), batch 32, "
+              f"median of 3: input order {t['false']:.2f} s, length-sorted {t['true']:.2f} s "
+              f"({t['false'] / t['true']:.2f}x)")
 
 
 if __name__ == "__main__":

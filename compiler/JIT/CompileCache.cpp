@@ -24,8 +24,8 @@ using namespace mlir::tfm;
 static constexpr llvm::StringLiteral kMagic = "tfmc-compiled-object 1";
 
 std::string mlir::tfm::defaultCacheDirectory() {
-  if (std::optional<std::string> dir = llvm::sys::Process::GetEnv(
-          "TFMC_CACHE_DIR");
+  if (std::optional<std::string> dir =
+          llvm::sys::Process::GetEnv("TFMC_CACHE_DIR");
       dir && !dir->empty())
     return *dir;
   llvm::SmallString<256> path;
@@ -46,7 +46,8 @@ std::string mlir::tfm::defaultCacheDirectory() {
 }
 
 std::string CompileCache::digest(llvm::StringRef text) {
-  std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+  std::array<uint8_t, 32> hash =
+      llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
@@ -143,8 +144,8 @@ bool CompileCache::store(llvm::StringRef key, llvm::StringRef metadata,
   // same key both succeed (the contents are identical).
   llvm::SmallString<256> temp;
   int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%%%", fd, temp)) {
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp)) {
     warn("cannot write to " + directory + ": " + ec.message() +
          "; continuing without caching");
     return false;

@@ -9,8 +9,8 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -38,8 +38,8 @@ mlir::tfm::createHostTargetMachine() {
 
 std::string mlir::tfm::hostTargetDescription() {
   initialiseNativeTarget();
-  std::string text = llvm::sys::getProcessTriple() + " " +
-                     llvm::sys::getHostCPUName().str();
+  std::string text =
+      llvm::sys::getProcessTriple() + " " + llvm::sys::getHostCPUName().str();
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> names;
   for (const auto &f : features)
@@ -63,9 +63,8 @@ static void addPackedEntries(llvm::Module &m) {
   for (llvm::Function *f : interfaces) {
     auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
                                          /*isVarArg=*/false);
-    auto *packed =
-        llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
-                               "_mlir_" + f->getName(), m);
+    auto *packed = llvm::Function::Create(
+        type, llvm::GlobalValue::ExternalLinkage, "_mlir_" + f->getName(), m);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
     llvm::Value *args = packed->getArg(0);
     llvm::SmallVector<llvm::Value *> values;
@@ -154,37 +153,32 @@ mlir::tfm::emitLLVMIR(ModuleOp module, const CodegenOptions &options) {
 }
 
 /// Runs the target's code generator over `m`, writing `kind`.
-static llvm::Expected<std::string> codegen(llvm::Module &m,
-                                           llvm::TargetMachine &tm,
-                                           llvm::CodeGenFileType kind) {
+static llvm::Expected<std::string>
+codegen(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType kind) {
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, kind))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the host target cannot emit %s",
-                                   kind == llvm::CodeGenFileType::ObjectFile
-                                       ? "objects"
-                                       : "assembly");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(), "the host target cannot emit %s",
+        kind == llvm::CodeGenFileType::ObjectFile ? "objects" : "assembly");
   pm.run(m);
   return std::string(buffer.str());
 }
 
 llvm::Expected<std::string>
 mlir::tfm::emitAssembly(ModuleOp module, const CodegenOptions &options) {
-  return withHostModule(module, options,
-                        [](llvm::Module &m, llvm::TargetMachine &tm) {
-                          return codegen(m, tm,
-                                         llvm::CodeGenFileType::AssemblyFile);
-                        });
+  return withHostModule(
+      module, options, [](llvm::Module &m, llvm::TargetMachine &tm) {
+        return codegen(m, tm, llvm::CodeGenFileType::AssemblyFile);
+      });
 }
 
 llvm::Expected<std::string>
 mlir::tfm::emitObject(ModuleOp module, const CodegenOptions &options) {
-  return withHostModule(module, options,
-                        [](llvm::Module &m, llvm::TargetMachine &tm) {
-                          addPackedEntries(m);
-                          return codegen(m, tm,
-                                         llvm::CodeGenFileType::ObjectFile);
-                        });
+  return withHostModule(
+      module, options, [](llvm::Module &m, llvm::TargetMachine &tm) {
+        addPackedEntries(m);
+        return codegen(m, tm, llvm::CodeGenFileType::ObjectFile);
+      });
 }

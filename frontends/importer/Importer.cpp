@@ -214,13 +214,12 @@ public:
     LayerRecipe recipe = arch.layerRecipe(LayerKind::Encoder);
     for (int64_t i = 0; i < arch.numEncoderLayers; ++i) {
       std::string p = "encoder_layers." + std::to_string(i);
-      x = layer(
-          x, recipe, p,
-          [&](Value y) {
-            return attention(y, y, p + ".self_attention",
-                             tfm::MaskKind::padding, srcLengths);
-          },
-          {});
+      x = layer(x, recipe, p,
+                [&](Value y) {
+                  return attention(y, y, p + ".self_attention",
+                                   tfm::MaskKind::padding, srcLengths);
+                },
+                {});
     }
     if (arch.finalNorm(LayerKind::Encoder))
       x = layerNorm(x, "encoder_norm");

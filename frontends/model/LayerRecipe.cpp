@@ -52,11 +52,12 @@ Expected<std::vector<Token>> tokenize(StringRef text) {
       ++i;
       continue;
     }
-    return recipeError(i + 1, formatv("unexpected character '{0}'",
-                                      isPrint(c) ? std::string(1, c)
-                                                 : formatv("\\x{0:x-2}",
-                                                           unsigned(uint8_t(c)))
-                                                       .str()));
+    return recipeError(
+        i + 1,
+        formatv("unexpected character '{0}'",
+                isPrint(c)
+                    ? std::string(1, c)
+                    : formatv("\\x{0:x-2}", unsigned(uint8_t(c))).str()));
   }
   tokens.push_back({Token::End, "", text.size() + 1});
   return tokens;
@@ -116,8 +117,8 @@ private:
     Token t = next();
     if (t.kind == Token::Symbol && t.text == symbol)
       return Error::success();
-    return recipeError(t.column, "expected '" + symbol + "', found " +
-                                     describe(t));
+    return recipeError(t.column,
+                       "expected '" + symbol + "', found " + describe(t));
   }
 
   Error statement() {
@@ -166,8 +167,8 @@ private:
                                        describe(t));
     if (!isReserved(t.text)) {
       if (!assigned.contains(t.text))
-        return recipeError(t.column, "'" + t.text +
-                                         "' is used before it is assigned");
+        return recipeError(t.column,
+                           "'" + t.text + "' is used before it is assigned");
       RecipeNode var;
       var.name = t.text.str();
       return addNode(std::move(var));
@@ -218,11 +219,11 @@ private:
     // A missing sublayer is noticed at the end of the text.
     for (StringRef name : required)
       if (!counts.lookup(name))
-        return recipeError(tokens.back().column,
-                           "no " + name + " (a" +
-                               (kind == LayerKind::Decoder ? " decoder"
-                                                           : "n encoder") +
-                               " layer needs exactly one)");
+        return recipeError(
+            tokens.back().column,
+            "no " + name + " (a" +
+                (kind == LayerKind::Decoder ? " decoder" : "n encoder") +
+                " layer needs exactly one)");
     return Error::success();
   }
 

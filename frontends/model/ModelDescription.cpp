@@ -280,8 +280,8 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
     return;
   // "norm" is a shorthand for the layers without a recipe: required only
   // while some stack has none.
-  bool needNorm = !arch.encoderLayer ||
-                  (!arch.encoderOnly() && !arch.decoderLayer);
+  bool needNorm =
+      !arch.encoderLayer || (!arch.encoderOnly() && !arch.decoderLayer);
   if (needNorm || obj.get("norm"))
     arch.norm = r.choice(obj, p, "norm", {"post", "pre"}) == "pre"
                     ? NormPlacement::Pre

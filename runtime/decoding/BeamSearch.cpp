@@ -57,8 +57,8 @@ inline float expNonPositive(float x) {
 }
 
 /// sum_v exp(logits[v] - max), eight partial sums at a time.
-template <int Unused = 0> inline float sumExpBody(const float *logits,
-                                                  int64_t vocab, float max) {
+template <int Unused = 0>
+inline float sumExpBody(const float *logits, int64_t vocab, float max) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t v = 0;
   for (; v + 8 <= vocab; v += 8)
@@ -73,8 +73,7 @@ template <int Unused = 0> inline float sumExpBody(const float *logits,
 }
 
 __attribute__((target("avx2,fma"))) float sumExpAvx2(const float *logits,
-                                                      int64_t vocab,
-                                                      float max) {
+                                                     int64_t vocab, float max) {
   return sumExpBody(logits, vocab, max);
 }
 
@@ -113,9 +112,10 @@ public:
     if (items.size() == capacity && !(score > items.back().score))
       return;
     Candidate c{score, hypothesis, token};
-    auto at = std::upper_bound(
-        items.begin(), items.end(), c,
-        [](const Candidate &x, const Candidate &y) { return x.score > y.score; });
+    auto at = std::upper_bound(items.begin(), items.end(), c,
+                               [](const Candidate &x, const Candidate &y) {
+                                 return x.score > y.score;
+                               });
     items.insert(at, c);
     if (items.size() > capacity)
       items.pop_back();

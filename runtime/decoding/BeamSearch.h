@@ -21,8 +21,8 @@ struct Hypothesis {
 /// eos), other eos are dropped, the rest fill the next K actives. A row ends
 /// with K finished hypotheses or at its length limit (rowLengthLimit;
 /// remaining actives finish with L = that limit). Repetition guards
-/// penalise logits before the log_softmax and drop barred tokens. Returns each row's n-best, best first (ties: the
-/// earlier finished first), at most K.
+/// penalise logits before the log_softmax and drop barred tokens. Returns each
+/// row's n-best, best first (ties: the earlier finished first), at most K.
 std::vector<std::vector<Hypothesis>> beamSearch(IncrementalDecoder &decoder,
                                                 const SearchOptions &options,
                                                 const SpecialIds &special);

@@ -9,9 +9,8 @@ int64_t tfmc::runtime::rowLengthLimit(const SearchOptions &options,
                                       int64_t sourceTokens) {
   if (options.maxLengthFactor <= 0)
     return options.maxLength;
-  double relative =
-      std::ceil(options.maxLengthFactor * double(sourceTokens)) +
-      double(options.maxLengthOffset);
+  double relative = std::ceil(options.maxLengthFactor * double(sourceTokens)) +
+                    double(options.maxLengthOffset);
   if (relative >= double(options.maxLength))
     return options.maxLength;
   return std::max<int64_t>(static_cast<int64_t>(relative), 1);

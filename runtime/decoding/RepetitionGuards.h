@@ -1,4 +1,4 @@
-//===- RepetitionGuards.h - no-repeat n-grams, repetition penalty -*- C++ -*-===//
+//===- RepetitionGuards.h - no-repeat n-grams, penalties --------*- C++ -*-===//
 //
 // The two guards against looping output, as CTranslate2 and Hugging Face
 // define them, over a hypothesis's generated tokens (bos excluded):

@@ -12,8 +12,7 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
                            SourceBatch source, const BatchShape &shape,
                            DecoderArena &arena)
     : encodeFrame(encode), frame(decodeStep), arena(arena),
-      src(std::move(source)),
-      capacity(std::max<int64_t>(shape.maxSteps, 1)),
+      src(std::move(source)), capacity(std::max<int64_t>(shape.maxSteps, 1)),
       slots(src.rows * std::max<int64_t>(shape.slotsPerRow, 1)),
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
@@ -55,8 +54,7 @@ llvm::Error BatchDecoder::encode() {
   f.bind("src_lengths", src.lengths.data(), {src.rows});
   for (int64_t l = 0; l < layers; ++l) {
     std::string n = std::to_string(l);
-    f.bind("cross_key." + n, rowStore[2 * l],
-           {src.rows, src.length, dModel});
+    f.bind("cross_key." + n, rowStore[2 * l], {src.rows, src.length, dModel});
     f.bind("cross_value." + n, rowStore[2 * l + 1],
            {src.rows, src.length, dModel});
   }
@@ -65,8 +63,7 @@ llvm::Error BatchDecoder::encode() {
   // Slot r holds row r to begin with.
   int64_t rowSize = src.length * dModel;
   for (size_t i = 0; i < cross.size(); ++i)
-    std::memcpy(cross[i], rowStore[i],
-                src.rows * rowSize * sizeof(float));
+    std::memcpy(cross[i], rowStore[i], src.rows * rowSize * sizeof(float));
   return llvm::Error::success();
 }
 
@@ -90,9 +87,9 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   // Keep the first failure; the search still runs to its end.
   auto start = std::chrono::steady_clock::now();
   llvm::Error called = frame.call();
-  stepTime += std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count();
+  stepTime +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (llvm::Error e = std::move(called)) {
     if (!failure)
       failure = std::move(e);
@@ -112,8 +109,7 @@ void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
     newRows[i] = slotRow[sources[i]];
   moveSelfCaches(sources);
   placeCrossRows(sources, newRows);
-  std::vector<int32_t> lengths(slotLengths.data(),
-                               slotLengths.data() + active);
+  std::vector<int32_t> lengths(slotLengths.data(), slotLengths.data() + active);
   for (int64_t i = 0; i < n; ++i)
     slotLengths[i] = lengths[sources[i]];
   std::copy(newRows.begin(), newRows.end(), slotRow.begin());
@@ -162,8 +158,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
     float *save = saved > 0 ? scratch[b] : nullptr;
     for (int64_t j = 0; j < active; ++j)
       if (savedAt[j] >= 0)
-        std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize,
-                    usedBytes);
+        std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize, usedBytes);
     for (int64_t i = 0; i < n; ++i) {
       int64_t j = sources[i];
       if (j == i)

@@ -58,7 +58,6 @@ public:
   /// search's time is the search itself).
   double stepSeconds() const { return stepTime; }
 
-
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
   void placeCrossRows(llvm::ArrayRef<int64_t> sources,

@@ -137,7 +137,8 @@ readMetadata(llvm::StringRef text) {
   for (const llvm::json::Value &fv : *functions) {
     const llvm::json::Object *f = fv.getAsObject();
     const llvm::json::Array *args = f ? f->getArray("args") : nullptr;
-    std::optional<llvm::StringRef> name = f ? f->getString("name") : std::nullopt;
+    std::optional<llvm::StringRef> name =
+        f ? f->getString("name") : std::nullopt;
     if (!args || !name)
       return std::nullopt;
     CompiledFunction fn;
@@ -153,7 +154,8 @@ readMetadata(llvm::StringRef text) {
       if (kind < 0 || element < 0 || !argName || !shape)
         return std::nullopt;
       ArgSpec spec{static_cast<ArgSpec::Kind>(kind),
-                   static_cast<ArgSpec::Element>(element), argName->str(),
+                   static_cast<ArgSpec::Element>(element),
+                   argName->str(),
                    {}};
       for (const llvm::json::Value &d : *shape) {
         std::optional<int64_t> extent = d.getAsInteger();
@@ -182,10 +184,9 @@ static std::string buildIdentity() {
   llvm::sys::fs::file_status status;
   if (llvm::sys::fs::status(info.dli_fname, status))
     return "unknown";
-  return llvm::formatv("{0} bytes, modified {1}", status.getSize(),
-                       status.getLastModificationTime()
-                           .time_since_epoch()
-                           .count())
+  return llvm::formatv(
+             "{0} bytes, modified {1}", status.getSize(),
+             status.getLastModificationTime().time_since_epoch().count())
       .str();
 }
 
@@ -202,9 +203,8 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
      << "llvm: " << LLVM_VERSION_STRING << "\n"
      << "architecture: d_model " << arch.dModel << ", heads " << arch.numHeads
      << ", layers " << arch.numEncoderLayers << "+" << arch.numDecoderLayers
-     << ", d_ff " << arch.dFF << ", max_len " << arch.maxLen
-     << ", activation " << frontend::stringifyActivation(arch.activation)
-     << ", layer_norm_eps "
+     << ", d_ff " << arch.dFF << ", max_len " << arch.maxLen << ", activation "
+     << frontend::stringifyActivation(arch.activation) << ", layer_norm_eps "
      << llvm::formatv("{0:e16}", arch.layerNormEps).str()
      << ", embedding_scale " << arch.embeddingScale << ", positions "
      << arch.positionalEncoding << "\n"
@@ -214,9 +214,9 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
     os << "decoder layer: " << arch.layerRecipe(LayerKind::Decoder).str()
        << "; final norm " << arch.finalNorm(LayerKind::Decoder) << "\n";
   os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n"
-     << "functions: translation " << options.translation
-     << ", teacher forcing " << options.teacherForcing << ", encoder states "
-     << options.encoderStates << "\n"
+     << "functions: translation " << options.translation << ", teacher forcing "
+     << options.teacherForcing << ", encoder states " << options.encoderStates
+     << "\n"
      << "kernels: " << (options.useLibraryKernels ? "library" : "loops")
      << ", library from " << pipeline.libraryMinRows << " rows\n"
      << "compute type: float32\n"
@@ -284,10 +284,9 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   if (llvm::Error e = mlir::tfm::lowerToStage(
           *module, Stage::Loops, Stage::LLVM, pipeline, options.dumpDir))
     return std::move(e);
-  return timed(options.timing, "LLVM optimisation and code generation",
-               [&](mlir::TimingScope *) {
-                 return mlir::tfm::emitObject(*module, {});
-               });
+  return timed(
+      options.timing, "LLVM optimisation and code generation",
+      [&](mlir::TimingScope *) { return mlir::tfm::emitObject(*module, {}); });
 }
 
 llvm::Expected<std::unique_ptr<CompiledModel>>
@@ -337,8 +336,8 @@ CompiledModel::compile(const frontend::Architecture &arch,
       });
   }
 
-  llvm::Error linked =
-      timed(options.timing, "JIT link", [&](mlir::TimingScope *) -> llvm::Error {
+  llvm::Error linked = timed(
+      options.timing, "JIT link", [&](mlir::TimingScope *) -> llvm::Error {
         auto jit = mlir::tfm::JitModule::load(object, kernelSymbols());
         if (!jit)
           return jit.takeError();

@@ -90,8 +90,7 @@ public:
   /// path and pipeline options, target triple, CPU and features. The cache
   /// file is its SHA-256.
   static std::string cacheKey(const frontend::Architecture &arch,
-                              int64_t sourceVocabSize,
-                              int64_t targetVocabSize,
+                              int64_t sourceVocabSize, int64_t targetVocabSize,
                               const CompileOptions &options);
 
 private:

@@ -1,4 +1,4 @@
-//===- LineReader.h - lines from a file descriptor, without waiting -*- C++ -*-===//
+//===- LineReader.h - lines from a descriptor, no waiting -------*- C++ -*-===//
 //
 // Reads '\n'-terminated lines from a file descriptor through its own buffer
 // and can tell "no complete line is available right now" apart from the end

@@ -133,8 +133,8 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     session->frames.push_back(
         std::make_unique<Frames>(*session->compiledModel));
     Frames &fr = *session->frames.back();
-    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(),
-                         fr.forward.get(), fr.encodeStates.get()})
+    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(), fr.forward.get(),
+                         fr.encodeStates.get()})
       if (f)
         bindConstants(*f, m, session->positionalTable, session->packedWeights);
   }
@@ -163,7 +163,6 @@ llvm::Error Session::checkIds(const TokenRows &rows, int64_t vocab,
   return llvm::Error::success();
 }
 
-
 /// In place over each [vocab] row: log_softmax or softmax.
 static void normalizeRows(std::vector<float> &values, int64_t vocab,
                           LogitsOutput output) {
@@ -178,9 +177,8 @@ static void normalizeRows(std::vector<float> &values, int64_t vocab,
     double logSum = std::log(sum) + top;
     for (int64_t v = 0; v < vocab; ++v) {
       double logp = double(row[v]) - logSum;
-      row[v] = static_cast<float>(output == LogitsOutput::LogProbs
-                                      ? logp
-                                      : std::exp(logp));
+      row[v] = static_cast<float>(
+          output == LogitsOutput::LogProbs ? logp : std::exp(logp));
     }
   }
 }
@@ -209,8 +207,7 @@ llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
   CallFrame &f = *frames[0]->encodeStates;
   f.bind("src_ids", src.ids.data(), {src.rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {src.rows});
-  f.bind("states", states.values.data(),
-         {src.rows, src.length, states.dModel});
+  f.bind("states", states.values.data(), {src.rows, src.length, states.dModel});
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error e = f.call())
     return std::move(e);
@@ -285,7 +282,6 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   normalizeRows(logits.values, logits.vocab, output);
   return logits;
 }
-
 
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(const TokenRows &sources, int64_t maxSteps,

@@ -83,9 +83,9 @@ public:
     lastDraw = now;
     double seconds = std::chrono::duration<double>(now - start).count();
     double rate = seconds > 0 ? lines / seconds : 0;
-    std::string text =
-        total ? llvm::formatv("{0}/{1} lines", lines, *total).str()
-              : llvm::formatv("{0} lines", lines).str();
+    std::string text = total
+                           ? llvm::formatv("{0}/{1} lines", lines, *total).str()
+                           : llvm::formatv("{0} lines", lines).str();
     text += llvm::formatv(", {0:f1} sentences/s, {1:f0} tokens/s", rate,
                           seconds > 0 ? tokens / seconds : 0.0)
                 .str();
@@ -170,16 +170,15 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
           out << w.index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0)
               << "\n";
       } else if (!options.scores) {
-        const std::vector<int32_t> &ids = w.nbest.empty()
-                                              ? std::vector<int32_t>()
-                                              : w.nbest.front().ids;
+        const std::vector<int32_t> &ids =
+            w.nbest.empty() ? std::vector<int32_t>() : w.nbest.front().ids;
         stats.generatedTokens += static_cast<int64_t>(ids.size());
         out << render(ids, w.line) << "\n";
       } else {
-        for (int64_t k = 0;
-             k < options.nBest && k < int64_t(w.nbest.size()); ++k) {
-          out << w.index << " ||| " << render(w.nbest[k].ids, w.line)
-              << " ||| " << llvm::formatv("{0:f6}", w.nbest[k].score) << "\n";
+        for (int64_t k = 0; k < options.nBest && k < int64_t(w.nbest.size());
+             ++k) {
+          out << w.index << " ||| " << render(w.nbest[k].ids, w.line) << " ||| "
+              << llvm::formatv("{0:f6}", w.nbest[k].score) << "\n";
           stats.generatedTokens += static_cast<int64_t>(w.nbest[k].ids.size());
         }
       }

@@ -342,9 +342,9 @@ TEST_P(Encoder, StatesMatch) {
       << llvm::toString(expected.takeError());
   auto states = model().encode(src);
   ASSERT_TRUE(static_cast<bool>(states)) << llvm::toString(states.takeError());
-  ASSERT_EQ(expected->shape, (std::vector<int64_t>{states->batch,
-                                                   states->length,
-                                                   states->dModel}));
+  ASSERT_EQ(
+      expected->shape,
+      (std::vector<int64_t>{states->batch, states->length, states->dModel}));
   double worst = 0;
   for (size_t i = 0; i < states->values.size(); ++i)
     worst = std::max<double>(
@@ -355,17 +355,15 @@ TEST_P(Encoder, StatesMatch) {
   for (int64_t r = 0; r < states->batch; ++r) {
     for (int64_t t = states->lengths[r]; t < states->length; ++t)
       for (int64_t k = 0; k < states->dModel; ++k)
-        ASSERT_EQ(states->values[(r * states->length + t) * states->dModel +
-                                 k],
+        ASSERT_EQ(states->values[(r * states->length + t) * states->dModel + k],
                   0.0f);
     auto alone = model().encode({src[r]});
     ASSERT_TRUE(static_cast<bool>(alone));
     for (int64_t t = 0; t < alone->length; ++t)
       for (int64_t k = 0; k < states->dModel; ++k)
-        EXPECT_NEAR(alone->values[t * states->dModel + k],
-                    states->values[(r * states->length + t) * states->dModel +
-                                   k],
-                    1e-5)
+        EXPECT_NEAR(
+            alone->values[t * states->dModel + k],
+            states->values[(r * states->length + t) * states->dModel + k], 1e-5)
             << "row " << r << " position " << t;
   }
 }
@@ -377,7 +375,8 @@ TEST_P(Encoder, DecoderWorkOnlyWithADecoder) {
   SearchOptions options;
   options.maxLength = 3;
   auto out = model().translate(src, options);
-  TokenRows targets(src.size(), TokenRows::value_type{model().specialIds().bos});
+  TokenRows targets(src.size(),
+                    TokenRows::value_type{model().specialIds().bos});
   auto logits = model().forward(src, targets);
   if (!model().model().desc.arch.encoderOnly()) {
     EXPECT_TRUE(static_cast<bool>(out));
@@ -478,10 +477,10 @@ INSTANTIATE_TEST_SUITE_P(
     caseName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Encoder);
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, Threads,
-    ::testing::Combine(::testing::Values("wide", "pre-gelu-scale"),
-                       ::testing::ValuesIn(kernelPaths())),
-    caseName);
+INSTANTIATE_TEST_SUITE_P(Fixtures, Threads,
+                         ::testing::Combine(::testing::Values("wide",
+                                                              "pre-gelu-scale"),
+                                            ::testing::ValuesIn(kernelPaths())),
+                         caseName);
 
 } // namespace

@@ -1,4 +1,4 @@
-"""Tests of tools/tfmc-import-pytorch (pure Python: no tfmc needed).
+"""Tests of tools/tfmc-import-pytorch (pure Python: no tfmc needed, but see below).
 
     /usr/bin/python3 -m pytest tests/importer -q
 
@@ -11,6 +11,10 @@ are the sinusoid (within float32 rounding); recipe options are checked with
 tfmc's rules and messages. Error cases check the one-line messages and that
 a checkpoint holding arbitrary Python objects is refused without running
 them.
+
+One group does need tfmc: test_recipe_parser_agrees_with_tfmc runs a list of
+good and bad block recipes through tfm_reference's parser and through
+`build/bin/tfmc compile --emit=tfm` (skipped when that binary does not exist).
 """
 
 import builtins
@@ -560,6 +564,95 @@ def test_empty_decoder_recipe_is_not_absent(tmp_path, capsys):
     ckpt = save(tmp_path, per_head_model().state_dict())
     rc, _, err = run([ckpt, "-o", tmp_path / "o", "--layout", "per-head", "--decoder-layer", ""], capsys)
     assert rc == 1 and "--decoder-layer '': column 1: expected a statement" in err
+
+
+# --------------------------------------------------------------------------- recipes: tfm_reference vs tfmc
+
+TFMC = os.path.join(ROOT, "build", "bin", "tfmc")
+# Its layers have norm1, norm2 (encoder) and norm1, norm2, norm3 (decoder), no
+# final norms: a good recipe uses exactly those norms.
+RECIPE_FIXTURE = os.path.join(ROOT, "tests", "e2e", "fixtures", "post-gelu-noscale")
+
+# (stack, text): good and bad recipes, each run through tfm_reference's Recipe
+# and through `tfmc compile --emit=tfm` on a model.json that carries it.
+RECIPE_CROSS_CHECK = [
+    # accepted
+    ("encoder", "x = norm1(x + self_attn(x)); x = norm2(x + ffn(x))"),
+    ("encoder", "h = norm1(x); x = x + self_attn(h) + ffn(h); x = norm2(x)"),
+    ("encoder", "x=x+self_attn(norm1(x));\r\n\tx=x+ffn(norm2(x));"),
+    ("encoder", "norm = norm1(x); x = norm2(norm + self_attn(norm) + ffn(x))"),
+    ("encoder", "x = ffn(x); x = self_attn(norm1(x)); x = norm2(x); x = x"),
+    ("decoder", "x = x + self_attn(x); x = x + ffn(norm1(x)); x = x + cross_attn(norm2(x)); x = norm3(x)"),
+    ("decoder", "h = ffn(x); x = norm1(x + self_attn(x)); x = norm3(norm2(x + cross_attn(x)) + h)"),
+    ("decoder", "x = norm1(x + self_attn(norm1(x))); c = cross_attn(norm2(x)); x = norm3(x + c + ffn(x + c))"),
+    # refused
+    ("encoder", ""),
+    ("encoder", " \t\r\n"),
+    ("encoder", "x == x"),
+    ("encoder", "x = ffn x"),
+    ("encoder", "x = ffn(x"),
+    ("decoder", "x = x + self_attn(x) x = ffn(x)"),
+    ("encoder", "x = x +\x0bself_attn(x) + ffn(x)"),
+    ("encoder", "x = x + self_attn(x) + ffn(x)\u00a0"),
+    ("encoder", "x = norm1(x + self_attn(x)); \u00e9 = x"),
+    ("encoder", "x = \x00"),
+    ("encoder", "x = norm0(x) + self_attn(x) + ffn(x)"),
+    ("decoder", "x = norm10(x + self_attn(x)); x = x + cross_attn(x) + ffn(x)"),
+    ("encoder", "norm12 = x; x = x + self_attn(x) + ffn(x)"),
+    ("encoder", "ffn = self_attn(x)"),
+    ("encoder", "x = self_attn(x)"),
+    ("decoder", "x = norm1(x + self_attn(x)); x = norm2(x + ffn(x))  "),
+    ("encoder", "x = ffn(x) + ffn(x) + self_attn(x)"),
+    ("encoder", "x = norm1(x + cross_attn(x)); x = norm2(x + self_attn(x) + ffn(x))"),
+    ("encoder", "x = h + self_attn(x); h = ffn(x)"),
+    ("encoder", "h = h; x = self_attn(x) + ffn(x)"),
+    ("encoder", "x = x + self_attn(x); h = ffn(x)"),
+    ("encoder", "h = norm1(x); x = x + self_attn(x) + ffn(x); x = norm2(x)"),
+    ("decoder", "x = x + self_attn(x); y = cross_attn(x); x = norm1(x + ffn(x))"),
+]
+
+
+def tfmc_recipe_problem(tmp_path, stack, text):
+    """None when `tfmc compile --emit=tfm` accepts the fixture's model with
+    `text` as its `stack` recipe, else tfmc's 'column N: ...' message."""
+    with open(os.path.join(RECIPE_FIXTURE, "model.json")) as f:
+        desc = json.load(f)
+    for side in ("source", "target"):
+        desc[side]["vocab"] = os.path.join(RECIPE_FIXTURE, desc[side]["vocab"])
+    desc["weights"] = os.path.join(RECIPE_FIXTURE, desc["weights"])
+    desc["architecture"][f"{stack}_layer"] = text
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(desc))
+    res = subprocess.run([TFMC, "compile", "--emit=tfm", "--no-cache", str(path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = res.stderr.decode("utf-8", "replace")
+    if res.returncode == 0:
+        return None
+    prefix = f"error: {path}: field 'architecture.{stack}_layer': "
+    assert err.startswith(prefix) and err.count("\n") == 1, err
+    return err[len(prefix):-1]
+
+
+@pytest.mark.skipif(not os.path.exists(TFMC), reason=f"{TFMC} does not exist (build tfmc to cross-check "
+                                                      f"tfm_reference's recipe parser with tfmc's)")
+@pytest.mark.parametrize("stack, text", RECIPE_CROSS_CHECK)
+def test_recipe_parser_agrees_with_tfmc(tmp_path, stack, text):
+    """tfm_reference's Recipe accepts and refuses what tfmc does, with the same 'column N: ...' message."""
+    want = tfmc_recipe_problem(tmp_path, stack, text)
+    got = ref.recipe_problem(text, stack)
+    if text == "":
+        # model.json's reader refuses an empty string before the recipe parser sees it.
+        assert want == 'expected a non-empty string, got ""'
+        assert got == "column 1: expected a statement"
+        return
+    assert got == want
+    if want is None:
+        ref.Recipe(text, stack)  # and it parses
+
+
+def test_recipe_cross_check_list_has_both_kinds():
+    verdicts = [ref.recipe_problem(text, stack) is None for stack, text in RECIPE_CROSS_CHECK]
+    assert sum(verdicts) >= 8 and len(verdicts) - sum(verdicts) >= 20
 
 
 # --------------------------------------------------------------------------- layout hints

@@ -2,12 +2,16 @@
 
     /usr/bin/python3 tests/reference/check_tfmc.py --tfmc build/bin/tfmc --model DIR \
         [--src FILE] [--tgt FILE] [--max-length N] [--min-length N] [--batch-size N] \
-        [--beam-size K --length-penalty A]
+        [--beam-size K --length-penalty A] [--no-cache | --cache-dir DIR]
 
 Runs `tfmc forward` (teacher-forced logits, compared over valid positions with
 --atol) and `tfmc translate --ids` (greedy ids compared line for line; with
 --beam-size also the n-best lists and scores). Without --tgt the targets are
 bos + the reference's greedy output. Exits 1 on any mismatch.
+
+translate runs with --max-length-factor 0 (no limit relative to the source
+length: the reference's default; the CLI's is 3). --no-cache / --cache-dir
+are passed to every tfmc command.
 """
 
 import argparse
@@ -49,7 +53,8 @@ def check_forward(args, model, model_json, srcs, src_path, tmp):
         tgt_path = os.path.join(tmp, "tgt.ids")
         ref.write_ids(tgt_path, tgts)
     out_path = os.path.join(tmp, "logits.npy")
-    run([args.tfmc, "forward", model_json, "--src", src_path, "--tgt", tgt_path, "-o", out_path])
+    run([args.tfmc, "forward", model_json, "--src", src_path, "--tgt", tgt_path, "-o", out_path]
+        + cache_flags(args))
     # The expected logits are the reference's in float64: a float32 run of
     # the reference drifts from them too (reported below), and comparing two
     # float32 programs would mix both errors.
@@ -69,9 +74,17 @@ def check_forward(args, model, model_json, srcs, src_path, tmp):
     return ok
 
 
+def cache_flags(args):
+    if args.no_cache:
+        return ["--no-cache"]
+    return ["--cache-dir", args.cache_dir] if args.cache_dir else []
+
+
 def translate_cmd(args, model_json, src_path):
+    # --max-length-factor 0: the reference's length rule (max_length only).
     cmd = [args.tfmc, "translate", model_json, "--ids", "-i", src_path,
-           "--max-length", str(args.max_length), "--min-length", str(args.min_length)]
+           "--max-length", str(args.max_length), "--min-length", str(args.min_length),
+           "--max-length-factor", "0"] + cache_flags(args)
     if args.batch_size:
         cmd += ["--batch-size", str(args.batch_size)]
     return cmd
@@ -136,6 +149,8 @@ def main():
     p.add_argument("--score-atol", type=float, default=1e-4, help="beam score tolerance")
     p.add_argument("--tie-margin", type=float, default=1e-3,
                    help="greedy differences where the reference margin is below this are not failures")
+    p.add_argument("--no-cache", action="store_true", help="pass --no-cache to tfmc")
+    p.add_argument("--cache-dir", metavar="DIR", help="pass --cache-dir DIR to tfmc")
     args = p.parse_args()
 
     model_json = args.model if args.model.endswith(".json") else os.path.join(args.model, "model.json")

@@ -99,6 +99,10 @@ def variants():
     out.append(dict(name="encoder-only", kind="encoder", src_vocab=40, d_model=32, num_heads=4,
                     d_ff=64, layers=2, max_len=24, layer_norm_eps=1e-12,
                     src_lens=[1, 20, 7, 30, 3, 12, 5, 9]))
+    # seed001: seed 001's tutorial Transformer (post-norm, ReLU, no final norms, max_len from
+    # its pe buffer), appended last so that the other fixtures keep their seeds.
+    out.append(dict(name="seed001", kind="seed001", src_vocab=37, tgt_vocab=41, src_lens=None,
+                    max_len=64, import_flags=["--layout", "tutorial", "--num-heads", "4"]))
     return out
 
 
@@ -110,6 +114,9 @@ def build_model(v, seed):
         return ref.random_init(model, seed, qk_gain=QK_GAIN, out_gain=OUT_GAIN)
     if kind == "seed000":
         model = sm.PerHeadTranslationTransformer(32, v["max_len"], 4, 2, v["src_vocab"], 0, v["tgt_vocab"], 0)
+    elif kind == "seed001":
+        model = sm.TutorialTransformer(v["src_vocab"], v["tgt_vocab"], d_model=32, num_heads=4, num_layers=2,
+                                       d_ff=64, max_len=v["max_len"])
     elif kind == "torchnn":
         model = sm.TorchTransformerTranslator(
             v["src_vocab"], v["tgt_vocab"], d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2,

@@ -431,28 +431,55 @@ class RecipeTest(unittest.TestCase):
     """Block recipes (encoder_layer / decoder_layer), final norms, encoder-only models."""
 
     def test_parser_errors(self):
+        """tfmc's messages (tests/unit/frontends/LayerRecipeTest.cpp); the
+        cross-check with tfmc itself is in tests/importer."""
         bad = {
-            "": "empty recipe",
-            "x = self_attn(x)": "ffn must be used exactly once, found 0",
-            "x = self_attn(x); x = ffn(x); x = ffn(x)": "ffn must be used exactly once, found 2",
-            "x = self_attn(x) + ffn(y)": "variable 'y' is used before it is assigned",
-            "x = self_attn(x); x = foo(x) + ffn(x)": "unknown function 'foo'",
-            "x = self_attn(x);; x = ffn(x)": "expected a variable name to assign",
-            "x = self_attn(x); x = ffn(x); x = cross_attn(x)": "cross_attn is not allowed in an encoder",
-            "ffn = self_attn(x); x = ffn(x)": "cannot assign to 'ffn'",
-            "x = self_attn(x); x = ffn": "must be called as ffn(...)",
-            "x = self_attn(x) * ffn(x)": "unexpected character '*'",
-            "x = self_attn(x); x = norm0(ffn(x))": "unknown function 'norm0'",
+            "": "column 1: expected a statement",
+            " \t\r\n": "column 5: expected a statement",
+            "x = self_attn(x)": "column 17: no ffn (an encoder layer needs exactly one)",
+            "x = self_attn(x); x = ffn(x); x = ffn(x)": "column 35: ffn occurs more than once (a layer has one)",
+            "x = self_attn(x) + ffn(y)": "column 24: 'y' is used before it is assigned",
+            "x = self_attn(x); x = foo(x) + ffn(x)": "column 23: 'foo' is used before it is assigned",
+            "x = self_attn(x);; x = ffn(x)": "column 18: expected a value name, found ';'",
+            "x = self_attn(x); x = ffn(x); x = x + cross_attn(x)":
+                "column 39: cross_attn is only allowed in a decoder layer",
+            "ffn = self_attn(x); x = ffn(x)": "column 1: 'ffn' is a sublayer, not a value name",
+            "norm0 = x; x = self_attn(x) + ffn(x)": "column 1: 'norm0' is a sublayer, not a value name",
+            "x = self_attn(x); x = ffn": "column 26: expected '(', found the end of the recipe",
+            "x = self_attn(x) * ffn(x)": "column 18: unexpected character '*'",
+            "x = self_attn(x); x = norm0(ffn(x))": "column 23: unknown sublayer 'norm0' (norms are norm1 ... norm9)",
+            "x = norm10(x) + self_attn(x) + ffn(x)": "column 5: unknown sublayer 'norm10' (norms are norm1 ... norm9)",
+            "x = x + self_attn(x); h = ffn(x)":
+                "column 23: the value assigned to 'h' is never used (the layer output is the final x)",
+            "h = x; x = self_attn(x) + ffn(x)":
+                "column 1: the value assigned to 'h' is never used (the layer output is the final x)",
+            # Only space, tab, CR and LF are whitespace; columns count UTF-8 bytes.
+            "x = x +\x0bself_attn(x) + ffn(x)": "column 8: unexpected character '\\x0b'",
+            "x = x + self_attn(x) + ffn(x)\u00a0": "column 30: unexpected character '\\xc2'",
+            "h\u00e9 = x": "column 2: unexpected character '\\xc3'",
+            "/* \u00e9 */ x = y": "column 1: unexpected character '/'",
+            "x = ffn(x); x = self_attn(x) + \u00e9": "column 32: unexpected character '\\xc3'",
+            "x = \u00e9\u00e9 + y": "column 5: unexpected character '\\xc3'",
         }
         for text, message in bad.items():
             with self.assertRaises(ref.RecipeError) as cm:
                 ref.Recipe(text, "encoder")
-            self.assertIn(message, str(cm.exception), text)
-        with self.assertRaisesRegex(ref.RecipeError, "cross_attn must be used exactly once"):
-            ref.Recipe("x = self_attn(x); x = ffn(x)", "decoder")
+            self.assertEqual(cm.exception.message, message, repr(text))
+            self.assertEqual(str(cm.exception), f"encoder recipe {text!r}: {message}")
+            self.assertEqual(ref.recipe_problem(text, "encoder"), message)
+        # A missing sublayer is reported at the column after the text (UTF-8 bytes).
+        self.assertEqual(ref.recipe_problem("x = self_attn(x); x = ffn(x)", "decoder"),
+                         "column 29: no cross_attn (a decoder layer needs exactly one)")
+        self.assertEqual(ref.recipe_problem("x = self_attn(x)\n\n", "encoder"),
+                         "column 19: no ffn (an encoder layer needs exactly one)")
         r = ref.Recipe(" h = norm3(x) ;x=x+ self_attn(h)+ffn(norm1(h));\n", "encoder")
         self.assertEqual(str(r), "h = norm3(x); x = x + self_attn(h) + ffn(norm1(h))")
         self.assertEqual(r.norms, [1, 3])
+        # `norm` alone and other non-sublayer names are values.
+        r = ref.Recipe("norm = norm1(x); x = x + self_attn(norm) + ffn(norm)", "encoder")
+        self.assertEqual(r.norms, [1])
+        # Overwriting x before its old value is read is fine when the new value uses it.
+        self.assertIsNone(ref.recipe_problem("h = ffn(x); x = self_attn(x); x = x + h", "encoder"))
 
     def test_shorthand_equals_explicit_recipes(self):
         srcs, tgts = lines(10, 4, 37), [[1] + t for t in lines(11, 4, 41, 0, 9, 3)]
@@ -557,7 +584,7 @@ class RecipeTest(unittest.TestCase):
                 desc = json.load(f)
             for field, value, message in (("encoder_layers", "x", "unknown field 'architecture.encoder_layers'"),
                                           ("encoder_final_norm", "yes", "expected a boolean"),
-                                          ("decoder_layer", "x = self_attn(x) + ffn(x)", "cross_attn must be used")):
+                                          ("decoder_layer", "x = self_attn(x) + ffn(x)", "no cross_attn")):
                 bad = json.loads(json.dumps(desc))
                 bad["architecture"][field] = value
                 with open(path, "w") as f:

@@ -8,8 +8,10 @@ Besides the version-1 `norm: post|pre` models it runs *block recipes*
 (`architecture.encoder_layer` / `decoder_layer`, see docs/reference.md):
 a small language saying how a layer combines its sublayers, e.g.
 `x = norm1(x + self_attn(x)); x = norm2(x + ffn(x))`. Recipes are parsed
-and interpreted here, independently of tfmc's C++ parser. Models with
-`num_decoder_layers: 0` are encoder-only (no target side).
+and interpreted here, written independently of tfmc's C++ parser but
+accepting and rejecting exactly what it does, with its messages
+(`Recipe`, `recipe_problem`). Models with `num_decoder_layers: 0` are
+encoder-only (no target side).
 
 Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
 """
@@ -17,7 +19,6 @@ Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
 import json
 import math
 import os
-import re
 import struct
 
 import numpy as np
@@ -63,12 +64,24 @@ def positional_encoding(length, d_model):
 #   FUNC   := self_attn | cross_attn | ffn | norm1 … norm9
 #
 # `x` holds the layer input; the layer output is the final value of `x`.
-# Other names may be assigned and used once assigned. self_attn and ffn are
-# used exactly once per recipe, cross_attn exactly once in a decoder recipe
-# and never in an encoder recipe; norms any number of times (each normK has
-# its own weights `{layer}.normK.weight/bias`).
+# Other names are local values, assigned before use. self_attn and ffn occur
+# exactly once per layer, cross_attn exactly once in a decoder layer and
+# never in an encoder layer; norms any number of times (each normK has its
+# own weights `{layer}.normK.weight/bias`); every assigned value must reach
+# the layer output.
+#
+# `Recipe` accepts and rejects exactly what tfmc's parser does
+# (frontends/model/LayerRecipe.cpp, written independently from the same
+# rules), with the same messages "column N: <problem>": N is the 1-based
+# byte column in the UTF-8 text; whitespace is space, tab, CR and LF only;
+# names are ASCII ([A-Za-z_][A-Za-z0-9_]*); self_attn, cross_attn, ffn and
+# every norm<digits> are sublayer names, never values (norm0, norm10 are
+# unknown sublayers); the checks run in tfmc's order: characters (the whole
+# text first), syntax and per-term rules left to right, missing sublayers
+# (reported at the column after the text), then unused assignments.
 
-RECIPE_FUNCS = ("self_attn", "cross_attn", "ffn") + tuple(f"norm{k}" for k in range(1, 10))
+RECIPE_SUBLAYERS = ("self_attn", "cross_attn", "ffn")
+RECIPE_FUNCS = RECIPE_SUBLAYERS + tuple(f"norm{k}" for k in range(1, 10))
 
 # The version-1 `norm` shorthands, written as recipes.
 SHORTHAND_RECIPES = {
@@ -80,11 +93,46 @@ SHORTHAND_RECIPES = {
                         "x = x + ffn(norm3(x))",
 }
 
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(.))", re.DOTALL)
+_RECIPE_SPACE = b" \t\r\n"
+_RECIPE_SYMBOLS = b"=+();"
+_NAME_START = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_CHARS = _NAME_START | frozenset(b"0123456789")
 
 
 class RecipeError(ValueError):
-    """A recipe that does not parse or breaks a rule; the message says where."""
+    """A recipe that does not parse or breaks a rule.
+
+    str(e): "{stack} recipe {text!r}: column N: <problem>". Attributes:
+    stack, text, column (1-based byte column, as tfmc counts; None only for
+    a recipe that is not a string), problem, and message (tfmc's text,
+    "column N: <problem>")."""
+
+    def __init__(self, stack, text, column, problem):
+        self.stack, self.text, self.column, self.problem = stack, text, column, problem
+        self.message = problem if column is None else f"column {column}: {problem}"
+        super().__init__(f"{stack} recipe {text!r}: {self.message}")
+
+
+def _recipe_is_norm(name):
+    """normK, K in 1..9: a norm sublayer."""
+    return len(name) == 5 and name.startswith("norm") and "1" <= name[4] <= "9"
+
+
+def _recipe_is_reserved(name):
+    """Sublayer names and every norm<digits>: never value names."""
+    return name in RECIPE_SUBLAYERS or (len(name) > 4 and name.startswith("norm")
+                                        and all(c in "0123456789" for c in name[4:]))
+
+
+def _recipe_bytes(text):
+    """The bytes tfmc sees: UTF-8 (an argv str with undecodable bytes,
+    surrogate-escaped by Python, gets its original bytes back)."""
+    if isinstance(text, bytes):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 class Recipe:
@@ -92,6 +140,7 @@ class Recipe:
 
     statements: list of (name, expr) where expr is one of
         ("var", name) | ("call", func, expr) | ("sum", [expr, expr, ...]).
+    calls: {func: number of calls} for every name in RECIPE_FUNCS.
     norms: sorted list of the norm numbers K used (normK).
     """
 
@@ -100,40 +149,45 @@ class Recipe:
             raise ValueError(f"stack must be 'encoder' or 'decoder', got {stack!r}")
         self.text = text
         self.stack = stack
-        self._tokens = self._tokenize(text)
+        if not isinstance(text, (str, bytes)):
+            raise RecipeError(stack, text, None, f"expected a string, got {type(text).__name__}")
+        self._tokens = self._tokenize(_recipe_bytes(text))
         self._pos = 0
+        self._assigned = {"x"}
+        self._columns = []  # the column of each statement's target
         self.statements = []
         self.calls = {f: 0 for f in RECIPE_FUNCS}
         self._parse()
         self._check_counts()
+        self._check_liveness()
         self.norms = sorted(int(f[4:]) for f, n in self.calls.items() if f.startswith("norm") and n)
-        del self._tokens, self._pos
+        del self._tokens, self._pos, self._assigned, self._columns
 
     # -- errors
 
-    def _fail(self, message, at=None):
-        where = f" at character {at + 1}" if at is not None else ""
-        raise RecipeError(f"{self.stack} recipe {self.text!r}: {message}{where}")
+    def _fail(self, column, problem):
+        raise RecipeError(self.stack, self.text, column, problem)
 
-    # -- lexer: (kind, text, offset); kind is "name", "op" or "end"
+    # -- lexer: (kind, text, column); kind is "name", "symbol" or "end"
 
-    def _tokenize(self, text):
-        if not isinstance(text, str):
-            self._fail(f"expected a string, got {type(text).__name__}")
+    def _tokenize(self, data):
         tokens, i = [], 0
-        while i < len(text):
-            m = _TOKEN.match(text, i)
-            if m.group(0).strip() == "":  # only trailing whitespace left
-                break
-            start = m.start(1) if m.group(1) else m.start(2)
-            if m.group(1):
-                tokens.append(("name", m.group(1), start))
-            elif m.group(2) in "=+();":
-                tokens.append(("op", m.group(2), start))
+        while i < len(data):
+            c = data[i]
+            if c in _RECIPE_SPACE:
+                i += 1
+            elif c in _NAME_START:
+                start = i
+                while i < len(data) and data[i] in _NAME_CHARS:
+                    i += 1
+                tokens.append(("name", data[start:i].decode("ascii"), start + 1))
+            elif c in _RECIPE_SYMBOLS:
+                tokens.append(("symbol", chr(c), i + 1))
+                i += 1
             else:
-                self._fail(f"unexpected character {m.group(2)!r}", start)
-            i = m.end()
-        tokens.append(("end", "", len(text)))
+                shown = chr(c) if 0x20 <= c <= 0x7E else f"\\x{c:02x}"
+                self._fail(i + 1, f"unexpected character '{shown}'")
+        tokens.append(("end", "", len(data) + 1))
         return tokens
 
     def _peek(self):
@@ -141,77 +195,99 @@ class Recipe:
 
     def _next(self):
         tok = self._tokens[self._pos]
-        self._pos += 1
+        if self._pos < len(self._tokens) - 1:  # the end token stays
+            self._pos += 1
         return tok
 
-    def _expect(self, op, what):
-        kind, text, at = self._next()
-        if kind != "op" or text != op:
-            found = "the end of the recipe" if kind == "end" else repr(text)
-            self._fail(f"expected {what}, found {found}", at)
+    @staticmethod
+    def _describe(tok):
+        return "the end of the recipe" if tok[0] == "end" else f"'{tok[1]}'"
+
+    def _expect(self, symbol):
+        tok = self._next()
+        if tok[:2] != ("symbol", symbol):
+            self._fail(tok[2], f"expected '{symbol}', found {self._describe(tok)}")
 
     # -- parser
 
     def _parse(self):
-        assigned = {"x"}
-        if self._peek()[0] == "end":
-            self._fail("empty recipe")
         while True:
-            kind, name, at = self._next()
-            if kind != "name":
-                found = "the end of the recipe" if kind == "end" else repr(name)
-                self._fail(f"expected a variable name to assign, found {found}", at)
-            if name in RECIPE_FUNCS:
-                self._fail(f"cannot assign to {name!r}: it is a function name", at)
-            self._expect("=", f"'=' after {name!r}")
-            expr = self._expr(assigned)
-            self.statements.append((name, expr))
-            assigned.add(name)
-            kind, text, at = self._next()
-            if kind == "end":
+            if self._peek()[0] == "end":
+                if not self.statements:
+                    self._fail(self._peek()[2], "expected a statement")
                 return
-            if text != ";":
-                self._fail(f"expected ';' or the end of the recipe, found {text!r}", at)
-            if self._peek()[0] == "end":  # one trailing ';' is allowed
+            self._statement()
+            if self._peek()[0] == "end":
                 return
+            self._expect(";")
 
-    def _expr(self, assigned):
-        terms = [self._term(assigned)]
-        while self._peek()[:2] == ("op", "+"):
+    def _statement(self):
+        tok = self._next()
+        kind, name, column = tok
+        if kind != "name":
+            self._fail(column, f"expected a value name, found {self._describe(tok)}")
+        if _recipe_is_reserved(name):
+            self._fail(column, f"'{name}' is a sublayer, not a value name")
+        self._expect("=")
+        value = self._expr()
+        self.statements.append((name, value))
+        self._columns.append(column)
+        self._assigned.add(name)
+
+    def _expr(self):
+        terms = [self._term()]
+        while self._peek()[:2] == ("symbol", "+"):
             self._next()
-            terms.append(self._term(assigned))
+            terms.append(self._term())
         return terms[0] if len(terms) == 1 else ("sum", terms)
 
-    def _term(self, assigned):
-        kind, name, at = self._next()
+    def _term(self):
+        tok = self._next()
+        kind, name, column = tok
         if kind != "name":
-            found = "the end of the recipe" if kind == "end" else repr(name)
-            self._fail(f"expected a variable or a function call, found {found}", at)
-        if self._peek()[:2] == ("op", "("):
-            if name not in RECIPE_FUNCS:
-                self._fail(f"unknown function {name!r} (expected self_attn, cross_attn, ffn "
-                           f"or norm1..norm9)", at)
-            self._next()
-            inner = self._expr(assigned)
-            self._expect(")", f"')' to close {name}(")
-            self.calls[name] += 1
-            return ("call", name, inner)
-        if name in RECIPE_FUNCS:
-            self._fail(f"function {name!r} must be called as {name}(...)", at)
-        if name not in assigned:
-            self._fail(f"variable {name!r} is used before it is assigned", at)
-        return ("var", name)
+            self._fail(column, f"expected a value or a sublayer, found {self._describe(tok)}")
+        if not _recipe_is_reserved(name):
+            if name not in self._assigned:
+                self._fail(column, f"'{name}' is used before it is assigned")
+            return ("var", name)
+        if name == "cross_attn" and self.stack == "encoder":
+            self._fail(column, "cross_attn is only allowed in a decoder layer")
+        if name not in RECIPE_SUBLAYERS and not _recipe_is_norm(name):
+            self._fail(column, f"unknown sublayer '{name}' (norms are norm1 ... norm9)")
+        self.calls[name] += 1
+        if name in RECIPE_SUBLAYERS and self.calls[name] > 1:
+            self._fail(column, f"{name} occurs more than once (a layer has one)")
+        self._expect("(")
+        inner = self._expr()
+        self._expect(")")
+        return ("call", name, inner)
 
     def _check_counts(self):
-        n = self.calls
-        if n["self_attn"] != 1:
-            self._fail(f"self_attn must be used exactly once, found {n['self_attn']}")
-        if n["ffn"] != 1:
-            self._fail(f"ffn must be used exactly once, found {n['ffn']}")
-        if self.stack == "encoder" and n["cross_attn"]:
-            self._fail("cross_attn is not allowed in an encoder recipe")
-        if self.stack == "decoder" and n["cross_attn"] != 1:
-            self._fail(f"cross_attn must be used exactly once, found {n['cross_attn']}")
+        """A missing sublayer is noticed at the end of the text."""
+        required = ("self_attn", "cross_attn", "ffn") if self.stack == "decoder" else ("self_attn", "ffn")
+        layer = "a decoder" if self.stack == "decoder" else "an encoder"
+        for name in required:
+            if not self.calls[name]:
+                self._fail(self._tokens[-1][2], f"no {name} ({layer} layer needs exactly one)")
+
+    def _check_liveness(self):
+        """Every assigned value must reach the layer output (the final x)."""
+        def reads(e, out):
+            if e[0] == "var":
+                out.add(e[1])
+            elif e[0] == "call":
+                reads(e[2], out)
+            else:
+                for t in e[1]:
+                    reads(t, out)
+
+        live = {"x"}
+        for (name, e), column in zip(reversed(self.statements), reversed(self._columns)):
+            if name not in live:
+                self._fail(column, f"the value assigned to '{name}' is never used "
+                                   f"(the layer output is the final x)")
+            live.discard(name)
+            reads(e, live)
 
     # -- evaluation
 
@@ -242,6 +318,16 @@ class Recipe:
             return " + ".join(show(t) for t in e[1])
 
         return "; ".join(f"{n} = {show(e)}" for n, e in self.statements)
+
+
+def recipe_problem(text, stack):
+    """None when `text` is a valid `stack` ("encoder" / "decoder") layer
+    recipe, else tfmc's message "column N: <problem>"."""
+    try:
+        Recipe(text, stack)
+    except RecipeError as e:
+        return e.message
+    return None
 
 
 def resolve_architecture(arch):

@@ -29,8 +29,7 @@ public:
                cl::cat(cat)),
         dumpIR("dump-ir",
                cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
-               cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
-               cl::cat(cat)),
+               cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         emit("emit",
              cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm, "
                       "or obj (the host object file; needs -o)"),
@@ -94,8 +93,7 @@ private:
     if (!session)
       return fail(session.takeError());
     const runtime::CompiledModel &compiled = (*session)->compiled();
-    llvm::outs() << (compiled.fromCache() ? "cached (already): "
-                                          : "cached: ")
+    llvm::outs() << (compiled.fromCache() ? "cached (already): " : "cached: ")
                  << compiled.cacheEntry() << "\n";
     return 0;
   }

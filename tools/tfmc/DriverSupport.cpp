@@ -114,8 +114,7 @@ void TimingOption::note(llvm::StringRef name, double seconds) {
 
 double secondsSinceStart() {
   static const auto start = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 

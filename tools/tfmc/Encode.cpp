@@ -36,8 +36,7 @@ public:
                 cl::cat(cat)),
         dumpIR("dump-ir",
                cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
-               cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
-               cl::cat(cat)),
+               cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }

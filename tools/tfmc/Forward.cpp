@@ -30,10 +30,9 @@ public:
         srcFile("src", cl::desc("Source ids, one row per line"),
                 cl::value_desc("IDS"), cl::Required, cl::sub(sub),
                 cl::cat(cat)),
-        tgtFile("tgt",
-                cl::desc("Target ids, one row per line, starting with bos"),
-                cl::value_desc("IDS"), cl::Required, cl::sub(sub),
-                cl::cat(cat)),
+        tgtFile(
+            "tgt", cl::desc("Target ids, one row per line, starting with bos"),
+            cl::value_desc("IDS"), cl::Required, cl::sub(sub), cl::cat(cat)),
         head("output",
              cl::desc("What to write: 'logits' (default), 'log-probs' "
                       "(log_softmax) or 'probs' (softmax) over the target "

@@ -15,9 +15,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <optional>
@@ -39,11 +39,9 @@ public:
                cl::cat(cat)),
         dumpIR("dump-ir",
                cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
-               cl::value_desc("DIR"), cl::init(""), cl::sub(sub),
-               cl::cat(cat)),
+               cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         input("i", cl::desc("Input file (default: stdin)"),
-              cl::value_desc("FILE"), cl::init(""), cl::sub(sub),
-              cl::cat(cat)),
+              cl::value_desc("FILE"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         ids("ids", cl::desc("Lines are space-separated token ids"),
             cl::sub(sub), cl::cat(cat)),
         replaceUnk("replace-unk",
@@ -65,10 +63,9 @@ public:
                      "eos included) + B tokens (and at most --max-length); "
                      "0 turns this limit off"),
             cl::value_desc("A"), cl::init(3.0), cl::sub(sub), cl::cat(cat)),
-        maxLengthOffset("max-length-offset",
-                        cl::desc("B of --max-length-factor"),
-                        cl::value_desc("B"), cl::init(10), cl::sub(sub),
-                        cl::cat(cat)),
+        maxLengthOffset(
+            "max-length-offset", cl::desc("B of --max-length-factor"),
+            cl::value_desc("B"), cl::init(10), cl::sub(sub), cl::cat(cat)),
         noRepeatNgramSize(
             "no-repeat-ngram-size",
             cl::desc("Forbid a token that would repeat an n-gram of this "
@@ -81,10 +78,9 @@ public:
             cl::value_desc("P"), cl::init(1.0), cl::sub(sub), cl::cat(cat)),
         beamSize("beam-size", cl::desc("Beam width (1 = greedy)"), cl::init(1),
                  cl::sub(sub), cl::cat(cat)),
-        lengthPenalty("length-penalty",
-                      cl::desc("Beam scores are divided by length^A"),
-                      cl::value_desc("A"), cl::init(1.0), cl::sub(sub),
-                      cl::cat(cat)),
+        lengthPenalty(
+            "length-penalty", cl::desc("Beam scores are divided by length^A"),
+            cl::value_desc("A"), cl::init(1.0), cl::sub(sub), cl::cat(cat)),
         nBest("n-best",
               cl::desc("Write the N best hypotheses per input as "
                        "'i ||| translation ||| score'"),
@@ -106,8 +102,7 @@ public:
                   cl::desc("Lines read ahead and sorted by length into "
                            "batches (default 16 x --batch-size); reading "
                            "never waits for input that is not there yet"),
-                  cl::value_desc("N"), cl::init(0), cl::sub(sub),
-                  cl::cat(cat)),
+                  cl::value_desc("N"), cl::init(0), cl::sub(sub), cl::cat(cat)),
         sortBatches("sort-batches",
                     cl::desc("Batch the read-ahead window shortest first "
                              "(=false: in input order)"),
@@ -231,13 +226,13 @@ public:
     options.progress = showProgress;
     options.totalLines = reader.regularFileLines();
     auto translateStart = std::chrono::steady_clock::now();
-    auto result = runtime::translateStream(
-        **session, tokenizers ? &*tokenizers : nullptr, reader, out,
-        llvm::errs(), options);
-    double translateSeconds = std::chrono::duration<double>(
-                                  std::chrono::steady_clock::now() -
-                                  translateStart)
-                                  .count();
+    auto result =
+        runtime::translateStream(**session, tokenizers ? &*tokenizers : nullptr,
+                                 reader, out, llvm::errs(), options);
+    double translateSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      translateStart)
+            .count();
     out.flush();
     translateTiming.reset();
     if (out.firstWrite())
@@ -258,8 +253,8 @@ public:
           translateSeconds > 0 ? result->lines / translateSeconds : 0.0,
           translateSeconds > 0 ? result->generatedTokens / translateSeconds
                                : 0.0,
-          loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(),
-          decode, s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
+          loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(), decode,
+          s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
           decode > 0 ? result->generatedTokens / decode : 0.0);
     }
     return result->badLines ? 1 : 0;

@@ -44,7 +44,8 @@ protected:
 // An object with a NUL byte and every byte value, to be sure nothing is
 // treated as text.
 std::string objectBytes() {
-  std::string bytes = "\x7f" "ELF";
+  std::string bytes = "\x7f"
+                      "ELF";
   for (int i = 0; i < 512; ++i)
     bytes.push_back(static_cast<char>(i % 256));
   return bytes;
@@ -98,7 +99,8 @@ TEST_F(CompileCacheTest, TruncatedEntries) {
   std::string path = cache.entryPath("k");
   std::string text = read(path);
   // Cut inside the payload, inside the header, and to nothing.
-  for (size_t keep : {text.size() - 1, text.size() / 2, size_t(40), size_t(0)}) {
+  for (size_t keep :
+       {text.size() - 1, text.size() / 2, size_t(40), size_t(0)}) {
     write(path, llvm::StringRef(text).take_front(keep));
     warnings.clear();
     EXPECT_FALSE(cache.lookup("k").has_value()) << keep;
@@ -119,7 +121,8 @@ TEST_F(CompileCacheTest, ForeignEntries) {
   EXPECT_FALSE(cache.lookup("key B").has_value());
   EXPECT_NE(warnings.find("entry belongs to another key"), std::string::npos);
   // Something that is not a cache entry at all.
-  write(cache.entryPath("key C"), "\x7f" "ELF not ours");
+  write(cache.entryPath("key C"), "\x7f"
+                                  "ELF not ours");
   warnings.clear();
   EXPECT_FALSE(cache.lookup("key C").has_value());
   EXPECT_NE(warnings.find("not a tfmc cache entry"), std::string::npos);

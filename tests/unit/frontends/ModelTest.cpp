@@ -105,10 +105,10 @@ TEST(ExpectedTensorsTest, RecipeNormsAndFinalNorms) {
   arch.norm = std::nullopt;
   arch.encoderLayer = *parseLayerRecipe(
       "h = norm4(x); x = norm7(x + self_attn(h) + ffn(h))", LayerKind::Encoder);
-  arch.decoderLayer = *parseLayerRecipe(
-      "x = x + self_attn(x); x = x + ffn(norm1(x)); "
-      "x = x + cross_attn(norm2(x)); x = norm3(x)",
-      LayerKind::Decoder);
+  arch.decoderLayer =
+      *parseLayerRecipe("x = x + self_attn(x); x = x + ffn(norm1(x)); "
+                        "x = x + cross_attn(norm2(x)); x = norm3(x)",
+                        LayerKind::Decoder);
   arch.decoderFinalNormFlag = true;
   std::vector<ExpectedTensor> all = expectedTensors(arch, 7, 9);
   EXPECT_NE(findExpected(all, "encoder_layers.0.norm4.weight"), nullptr);
@@ -181,8 +181,8 @@ TEST_F(ModelTest, LoadsEncoderOnlyModel) {
   EXPECT_EQ(model->weights->tensors().size(), 17u);
   // Decoder weights in an encoder-only file are unexpected.
   options.editTensors = [](std::vector<RawTensor> &tensors) {
-    tensors.push_back({"linear.bias", "F32", {9}, f32Bytes({0, 0, 0, 0, 0, 0,
-                                                            0, 0, 0})});
+    tensors.push_back(
+        {"linear.bias", "F32", {9}, f32Bytes({0, 0, 0, 0, 0, 0, 0, 0, 0})});
   };
   EXPECT_EQ(loadError(options),
             weightsPath() + ": unexpected tensor 'linear.bias'");
