@@ -343,7 +343,8 @@ class DecodingOptionsTest(unittest.TestCase):
             for s in srcs:
                 S = min(len(s), 7) + 1
                 self.assertEqual(len(model.source_ids(s)), S)
-                limit = mx if a == 0 else min(mx, math.ceil(a * S) + b)
+                cap = min(mx, model.max_len)  # greedy/beam cap max_length at max_len first
+                limit = cap if a == 0 else min(cap, math.ceil(a * S) + b)
                 # eos banned throughout: every row runs exactly to its limit
                 out = model.greedy(s, 1000, mx, max_length_factor=a, max_length_offset=b)
                 self.assertEqual(len(out), max(limit, 0), (a, b, s))
