@@ -228,6 +228,10 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
 // Compilation.
 //===----------------------------------------------------------------------===//
 
+std::string tfmc::runtime::defaultCacheDirectory() {
+  return mlir::tfm::defaultCacheDirectory();
+}
+
 const CompiledFunction *CompiledModel::function(llvm::StringRef name) const {
   for (const CompiledFunction &f : functions)
     if (f.name == name)

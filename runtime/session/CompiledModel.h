@@ -68,6 +68,10 @@ struct CompileOptions {
   mlir::TimingScope *timing = nullptr;
 };
 
+/// The compiled-model cache directory when none is given: $TFMC_CACHE_DIR,
+/// else $XDG_CACHE_HOME/tfmc, else ~/.cache/tfmc ("" when none is set).
+std::string defaultCacheDirectory();
+
 class CompiledModel {
 public:
   static llvm::Expected<std::unique_ptr<CompiledModel>>

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
 
-#include "frontends/model/Model.h"
+#include "runtime/api/TranslatorImpl.h"
 #include "runtime/session/Translator.h"
 
 #include "mlir/Support/Timing.h"
@@ -156,79 +156,58 @@ public:
         ::close(inputFd);
     });
     runtime::LineReader reader(inputFd);
-    runtime::SessionOptions sessionOptions;
-    sessionOptions.dumpDir = dumpIR;
-    sessionOptions.threads = threads;
-    sessionOptions.useLibraryKernels = *library;
-    sessionOptions.teacherForcing = false;
-    sessionOptions.cacheDir = cache.directory();
-    sessionOptions.timing = timing.root();
-    auto loadStart = std::chrono::steady_clock::now();
-    std::optional<mlir::TimingScope> loadTiming;
-    if (timing.root())
-      loadTiming.emplace(timing.root()->nest("load model"));
-    auto loaded = frontend::loadModel(model);
-    loadTiming.reset();
-    if (!loaded)
-      return fail(loaded.takeError());
-    if (loaded->desc.arch.encoderOnly())
-      return fail(model + ": translation needs a decoder, but this is an "
-                          "encoder-only model (num_decoder_layers is 0); "
-                          "use 'tfmc encode'");
+    // Loading goes through the public API (include/tfmc/Translator.h), with
+    // the options every user of it has.
+    tfmc::LoadOptions load;
+    load.kernels = *library ? "library" : "loops";
+    load.threads = threads;
+    load.dumpDir = dumpIR;
+    load.cacheDir = cache.directory();
+    load.useCache = !load.cacheDir.empty();
+    load.requireDecoder = true;
     // Text mode: the tokenizers (and their model files) are checked before
     // the model is compiled, so a bad one is reported at once.
-    std::optional<runtime::TextTokenizers> tokenizers;
-    if (!ids) {
-      std::optional<mlir::TimingScope> tokenizerTiming;
-      if (timing.root())
-        tokenizerTiming.emplace(timing.root()->nest("load tokenizers"));
-      auto created = runtime::createTextTokenizers(*loaded);
-      if (!created)
-        return fail(created.takeError());
-      tokenizers = std::move(*created);
-    }
-    std::optional<mlir::TimingScope> compileTiming;
-    if (timing.root())
-      compileTiming.emplace(timing.root()->nest("compile"));
-    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
-    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
-    compileTiming.reset();
-    if (!session)
-      return fail(session.takeError());
+    load.requireTextTokenizers = !ids;
+    auto loadStart = std::chrono::steady_clock::now();
+    auto translator = api::loadTranslator(model, load, timing.root());
+    if (!translator)
+      return fail(translator.takeError());
+    tfmc::Translator::Impl &state = (*translator)->impl();
     double loadSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - loadStart)
                              .count();
     auto os = openOutput(output);
     if (!os)
       return fail(os.takeError());
-    runtime::TranslateOptions options;
-    options.replaceUnknown = replaceUnk;
-    options.batchSize = batchSize;
-    options.search.maxLength = maxLength;
-    options.search.minLength = minLength;
-    options.search.maxLengthFactor = maxLengthFactor;
-    options.search.maxLengthOffset = maxLengthOffset;
-    options.search.noRepeatNgramSize = noRepeatNgramSize;
-    options.search.repetitionPenalty = repetitionPenalty;
-    options.search.beamSize = beamSize;
-    options.search.lengthPenalty = lengthPenalty;
+    tfmc::TranslateOptions publicOptions;
+    publicOptions.replaceUnknown = replaceUnk;
+    publicOptions.batchSize = batchSize;
+    publicOptions.batchTokens = batchTokens;
+    publicOptions.readAhead = readAhead;
+    publicOptions.sortByLength = sortBatches;
+    publicOptions.maxLength = maxLength;
+    publicOptions.minLength = minLength;
+    publicOptions.maxLengthFactor = maxLengthFactor;
+    publicOptions.maxLengthOffset = maxLengthOffset;
+    publicOptions.noRepeatNgramSize = noRepeatNgramSize;
+    publicOptions.repetitionPenalty = repetitionPenalty;
+    publicOptions.beamSize = beamSize;
+    publicOptions.lengthPenalty = lengthPenalty;
+    publicOptions.nBest = nBest > 0 ? int64_t(nBest) : 1;
+    runtime::TranslateOptions options = api::toRuntimeOptions(publicOptions);
     options.scores = scores || nBest > 0;
-    options.nBest = nBest > 0 ? int64_t(nBest) : 1;
     FirstWriteClock out(**os);
     std::optional<mlir::TimingScope> translateTiming;
     if (timing.root())
       translateTiming.emplace(timing.root()->nest("translate"));
-    options.batchTokens = batchTokens;
-    options.readAhead = readAhead;
-    options.sortByLength = sortBatches;
     bool showProgress =
         progress || llvm::sys::Process::StandardErrIsDisplayed();
     options.progress = showProgress;
     options.totalLines = reader.regularFileLines();
     auto translateStart = std::chrono::steady_clock::now();
-    auto result =
-        runtime::translateStream(**session, tokenizers ? &*tokenizers : nullptr,
-                                 reader, out, llvm::errs(), options);
+    auto result = runtime::translateStream(
+        *state.session, ids ? nullptr : &*state.tokenizers, reader, out,
+        llvm::errs(), options);
     double translateSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                       translateStart)
@@ -241,7 +220,7 @@ public:
     if (!result)
       return fail(result.takeError());
     if (stats || showProgress) {
-      const runtime::Session &s = **session;
+      const runtime::Session &s = *state.session;
       double decode = s.decodeSeconds();
       llvm::errs() << llvm::formatv(
           "tfmc: {0} lines ({1} bad), {2} tokens in {3:f3} s: {4:f1} "

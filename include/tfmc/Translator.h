@@ -1,0 +1,160 @@
+//===- tfmc/Translator.h - tfmc's C++ API -----------------------*- C++ -*-===//
+//
+// Load a model once, translate batches of sentences (text or token ids),
+// get encoder states. What `tfmc translate` itself runs on.
+//
+//   auto translator = tfmc::Translator::load("examples/zh-en/model.json");
+//   if (!translator) { std::cerr << translator.error() << "\n"; return 1; }
+//   auto out = (*translator)->translate({"我们明天去公园吧。"});
+//   std::cout << (*out)[0].best().text << "\n";
+//
+// A Translator is safe to use from one thread at a time; load one per
+// thread to translate concurrently (compiled code is shared through the
+// compiled-model cache).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFMC_TRANSLATOR_H
+#define TFMC_TRANSLATOR_H
+
+#include "tfmc/Result.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfmc {
+
+/// How a model is loaded and compiled.
+struct LoadOptions {
+  /// Linear layers through oneDNN ("library", when built with it) or
+  /// compiled loops ("loops"); "" picks library when available.
+  std::string kernels;
+  /// Threads for compiled code and oneDNN.
+  int threads = 1;
+  /// Compiled-model cache: a directory, "" for the default
+  /// ($TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc, ~/.cache/tfmc); useCache
+  /// false neither reads nor writes it.
+  std::string cacheDir;
+  bool useCache = true;
+  /// Write every IR stage of the compiled model here ("" for none).
+  std::string dumpDir;
+  /// Also compile the encoder-states function (encode()); always so for an
+  /// encoder-only model.
+  bool encoderStates = false;
+  /// Fail before compiling when the model cannot translate (encoder-only),
+  /// or, with requireTextTokenizers, when its tokenizers cannot be built
+  /// (e.g. a SentencePiece model that does not match the vocabulary).
+  /// Otherwise such problems are reported by the calls that need them.
+  bool requireDecoder = false;
+  bool requireTextTokenizers = false;
+};
+
+/// How sentences are decoded and batched (the options of `tfmc translate`).
+struct TranslateOptions {
+  int64_t beamSize = 1;
+  double lengthPenalty = 1.0;
+  /// Hypotheses returned per sentence (at most beamSize).
+  int64_t nBest = 1;
+  int64_t maxLength = 256;
+  int64_t minLength = 0;
+  /// At most ceil(maxLengthFactor x source tokens incl. eos) +
+  /// maxLengthOffset tokens (0: off).
+  double maxLengthFactor = 3;
+  int64_t maxLengthOffset = 10;
+  int64_t noRepeatNgramSize = 0;
+  double repetitionPenalty = 1.0;
+  /// Sentences and padded source tokens (0: no bound) per batch, lines
+  /// read ahead (0: 16 x batchSize), and length-sorted batches.
+  int64_t batchSize = 32;
+  int64_t batchTokens = 0;
+  int64_t readAhead = 0;
+  bool sortByLength = true;
+  /// Text: write the k-th <unk> as the k-th unknown source span.
+  bool replaceUnknown = false;
+};
+
+struct Hypothesis {
+  std::string text;         // detokenized (empty for translateIds)
+  std::vector<int32_t> ids; // target ids, no bos/eos
+  double score = 0;         // normalised beam score (0 for greedy)
+};
+
+struct Translation {
+  /// Best first; empty when the input line was empty or bad.
+  std::vector<Hypothesis> hypotheses;
+  /// Why the line was not translated ("" when it was).
+  std::string error;
+  /// A warning (e.g. the source was truncated to the model's max_len).
+  std::string warning;
+  const Hypothesis &best() const;
+};
+
+/// Encoder output [batch, length, dModel], row-major; positions at or
+/// beyond a row's length (its ids + eos) are zero.
+struct EncoderStates {
+  int64_t batch = 0, length = 0, dModel = 0;
+  std::vector<int32_t> lengths;
+  std::vector<float> values;
+};
+
+/// What translateStream reads and writes.
+struct StreamOptions {
+  /// Lines are space-separated token ids in and out (no tokenizer).
+  bool ids = false;
+  /// Write "i ||| translation ||| score" lines, nBest per input.
+  bool scores = false;
+  /// An updating progress line on the diagnostics descriptor.
+  bool progress = false;
+};
+
+struct StreamStats {
+  int64_t lines = 0, badLines = 0, truncatedLines = 0, generatedTokens = 0;
+};
+
+class Translator {
+public:
+  static Result<std::unique_ptr<Translator>>
+  load(const std::string &modelPath, const LoadOptions &options = {});
+  ~Translator();
+
+  /// Translates sentences (text through the model's tokenizers). A bad
+  /// sentence (invalid UTF-8...) gets its error and no hypotheses; the
+  /// others are translated. Fails only for errors of the whole batch.
+  Result<std::vector<Translation>>
+  translate(const std::vector<std::string> &sentences,
+            const TranslateOptions &options = {});
+  /// The same for token-id sources (eos is appended here).
+  Result<std::vector<Translation>>
+  translateIds(const std::vector<std::vector<int32_t>> &sources,
+               const TranslateOptions &options = {});
+  /// Encoder states of token-id sources (encoder-only models too).
+  Result<EncoderStates> encode(const std::vector<std::vector<int32_t>> &sources);
+
+  /// Reads lines from file descriptor `in` and writes one line per input
+  /// line to `out`, in order, as `tfmc translate` does (text, or token ids
+  /// with `ids`; `scores`: "i ||| translation ||| score" lines). Warnings
+  /// and errors go to `diagnostics`; `progress` draws a progress line there.
+  Result<StreamStats> translateStream(int in, int out, int diagnostics,
+                                      const TranslateOptions &options,
+                                      const StreamOptions &stream = {});
+
+  /// Sizes of the model.
+  int64_t sourceVocabularySize() const;
+  int64_t targetVocabularySize() const; // 0 for an encoder-only model
+  bool encoderOnly() const;
+
+  /// Internal state (runtime/api/TranslatorImpl.h; tools/tfmc reads the
+  /// session's timings through it).
+  struct Impl;
+  Impl &impl() { return *state; }
+  explicit Translator(std::unique_ptr<Impl> impl);
+
+private:
+  std::unique_ptr<Impl> state;
+};
+
+} // namespace tfmc
+
+#endif // TFMC_TRANSLATOR_H

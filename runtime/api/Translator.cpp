@@ -1,0 +1,350 @@
+//===- Translator.cpp - tfmc's C++ API ------------------------------------===//
+#include "runtime/api/TranslatorImpl.h"
+
+#include "frontends/model/Model.h"
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/session/LineReader.h"
+
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace tfmc;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// An llvm::Error as one line.
+std::string message(llvm::Error e) {
+  std::string text = llvm::toString(std::move(e));
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+template <typename T> Result<T> fromExpected(llvm::Expected<T> value) {
+  if (!value)
+    return Result<T>::failure(message(value.takeError()));
+  return Result<T>(std::move(*value));
+}
+
+/// Runs `fn` in a timer named `name` under `parent`, if any.
+template <typename Fn>
+auto timed(mlir::TimingScope *parent, llvm::StringRef name, Fn fn) {
+  if (!parent)
+    return fn(static_cast<mlir::TimingScope *>(nullptr));
+  mlir::TimingScope scope = parent->nest(name);
+  return fn(&scope);
+}
+
+} // namespace
+
+const Hypothesis &Translation::best() const {
+  static const Hypothesis none;
+  return hypotheses.empty() ? none : hypotheses.front();
+}
+
+runtime::TranslateOptions
+api::toRuntimeOptions(const TranslateOptions &options) {
+  runtime::TranslateOptions r;
+  r.search.beamSize = options.beamSize;
+  r.search.lengthPenalty = options.lengthPenalty;
+  r.search.nBest = options.nBest;
+  r.search.maxLength = options.maxLength;
+  r.search.minLength = options.minLength;
+  r.search.maxLengthFactor = options.maxLengthFactor;
+  r.search.maxLengthOffset = options.maxLengthOffset;
+  r.search.noRepeatNgramSize = options.noRepeatNgramSize;
+  r.search.repetitionPenalty = options.repetitionPenalty;
+  r.batchSize = options.batchSize;
+  r.batchTokens = options.batchTokens;
+  r.readAhead = options.readAhead;
+  r.sortByLength = options.sortByLength;
+  r.replaceUnknown = options.replaceUnknown;
+  r.nBest = std::max<int64_t>(options.nBest, 1);
+  return r;
+}
+
+/// Checks what the CLI checks, as one message.
+static llvm::Error checkOptions(const TranslateOptions &o) {
+  if (o.batchSize < 1)
+    return error("batch size must be at least 1");
+  if (o.maxLength < 1)
+    return error("max length must be at least 1");
+  if (o.minLength < 0)
+    return error("min length must not be negative");
+  if (o.beamSize < 1)
+    return error("beam size must be at least 1");
+  if (o.nBest < 1 || o.nBest > o.beamSize)
+    return error("n-best must be between 1 and the beam size");
+  if (!(o.lengthPenalty >= 0))
+    return error("length penalty must not be negative");
+  if (!(o.maxLengthFactor >= 0) || o.maxLengthOffset < 0)
+    return error("the length factor and offset must not be negative");
+  if (o.noRepeatNgramSize < 0)
+    return error("no-repeat n-gram size must not be negative");
+  if (!(o.repetitionPenalty > 0))
+    return error("repetition penalty must be positive");
+  if (o.batchTokens < 0 || o.readAhead < 0)
+    return error("batch tokens and read-ahead must not be negative");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Translator>>
+api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
+                    mlir::TimingScope *timing) {
+  auto impl = std::make_unique<Translator::Impl>();
+  runtime::SessionOptions sessionOptions;
+  if (options.kernels == "loops")
+    sessionOptions.useLibraryKernels = false;
+  else if (options.kernels == "library") {
+    if (!runtime::haveLibraryKernels())
+      return error("kernels 'library': this tfmc was built without oneDNN");
+    sessionOptions.useLibraryKernels = true;
+  } else if (!options.kernels.empty())
+    return error("kernels: expected 'library' or 'loops', got '" +
+                 options.kernels + "'");
+  if (options.threads < 1)
+    return error("threads must be at least 1");
+  sessionOptions.threads = options.threads;
+  sessionOptions.teacherForcing = false;
+  sessionOptions.encoderStates = options.encoderStates;
+  sessionOptions.dumpDir = options.dumpDir;
+  if (options.useCache)
+    sessionOptions.cacheDir = options.cacheDir.empty()
+                                  ? runtime::defaultCacheDirectory()
+                                  : options.cacheDir;
+  auto loaded = timed(timing, "load model", [&](mlir::TimingScope *) {
+    return frontend::loadModel(modelPath);
+  });
+  if (!loaded)
+    return loaded.takeError();
+  if (options.requireDecoder && loaded->desc.arch.encoderOnly())
+    return error(modelPath + ": translation needs a decoder, but this is an "
+                             "encoder-only model (num_decoder_layers is 0); "
+                             "use 'tfmc encode'");
+  // Tokenizers first: a bad SentencePiece model is reported before the
+  // compile (for text use; token ids work without them).
+  if (!loaded->desc.arch.encoderOnly())
+    timed(timing, "load tokenizers", [&](mlir::TimingScope *) {
+      auto tokenizers = runtime::createTextTokenizers(*loaded);
+      if (tokenizers)
+        impl->tokenizers = std::move(*tokenizers);
+      else
+        impl->tokenizerError = message(tokenizers.takeError());
+    });
+  if (options.requireTextTokenizers && !impl->tokenizers)
+    return error(impl->tokenizerError);
+  auto session = timed(timing, "compile", [&](mlir::TimingScope *scope) {
+    sessionOptions.timing = scope;
+    return runtime::Session::open(std::move(*loaded), sessionOptions);
+  });
+  if (!session)
+    return session.takeError();
+  impl->session = std::move(*session);
+  return std::make_unique<Translator>(std::move(impl));
+}
+
+Result<std::unique_ptr<Translator>>
+Translator::load(const std::string &modelPath, const LoadOptions &options) {
+  return fromExpected(api::loadTranslator(modelPath, options, nullptr));
+}
+
+Translator::Translator(std::unique_ptr<Impl> impl) : state(std::move(impl)) {}
+Translator::~Translator() = default;
+
+int64_t Translator::sourceVocabularySize() const {
+  return state->session->model().sourceVocab.size();
+}
+int64_t Translator::targetVocabularySize() const {
+  return state->session->model().targetVocab.size();
+}
+bool Translator::encoderOnly() const {
+  return state->session->model().desc.arch.encoderOnly();
+}
+
+/// Decodes `sources` (one entry per sentence; nullopt = not translated) in
+/// length-sorted batches; returns the n-best lists in input order.
+static llvm::Expected<std::vector<std::vector<runtime::Hypothesis>>>
+decodeAll(runtime::Session &session,
+          const std::vector<std::optional<std::vector<int32_t>>> &sources,
+          const TranslateOptions &options) {
+  runtime::TranslateOptions r = api::toRuntimeOptions(options);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (sources[i])
+      order.push_back(i);
+  if (r.sortByLength)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return sources[a]->size() < sources[b]->size();
+    });
+  std::vector<std::vector<runtime::Hypothesis>> out(sources.size());
+  bool beam = options.beamSize > 1 || options.nBest > 1;
+  for (size_t first = 0; first < order.size(); first += r.batchSize) {
+    size_t end = std::min(order.size(), first + size_t(r.batchSize));
+    runtime::TokenRows batch;
+    for (size_t k = first; k < end; ++k)
+      batch.push_back(*sources[order[k]]);
+    if (beam) {
+      auto result = session.translateBeam(batch, r.search);
+      if (!result)
+        return result.takeError();
+      for (size_t k = first; k < end; ++k)
+        out[order[k]] = std::move((*result)[k - first]);
+    } else {
+      auto result = session.translate(batch, r.search);
+      if (!result)
+        return result.takeError();
+      for (size_t k = first; k < end; ++k)
+        out[order[k]] = {{std::move((*result)[k - first]), 0.0}};
+    }
+  }
+  return out;
+}
+
+/// The warning for a source longer than the model's max_len allows.
+static std::string truncation(const runtime::Session &session, size_t ids) {
+  int64_t limit = session.maxSourceTokens();
+  if (static_cast<int64_t>(ids) <= limit)
+    return "";
+  return std::to_string(ids) + " tokens, truncated to " +
+         std::to_string(limit) + " (max_len " + std::to_string(limit + 1) +
+         " with eos)";
+}
+
+Result<std::vector<Translation>>
+Translator::translate(const std::vector<std::string> &sentences,
+                      const TranslateOptions &options) {
+  using R = Result<std::vector<Translation>>;
+  if (llvm::Error e = checkOptions(options))
+    return R::failure(message(std::move(e)));
+  if (encoderOnly())
+    return R::failure("translation needs a decoder, but this is an "
+                      "encoder-only model (num_decoder_layers is 0)");
+  if (!state->tokenizers)
+    return R::failure(state->tokenizerError);
+  const runtime::TextTokenizers &tok = *state->tokenizers;
+  std::vector<Translation> out(sentences.size());
+  std::vector<std::optional<std::vector<int32_t>>> sources(sentences.size());
+  std::vector<std::vector<std::string>> unknown(sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    llvm::StringRef text = llvm::StringRef(sentences[i]).rtrim("\r\n");
+    if (text.trim().empty())
+      continue;
+    auto encoded = tok.source->tokenize(text);
+    if (!encoded) {
+      out[i].error = message(encoded.takeError());
+      continue;
+    }
+    out[i].warning = truncation(*state->session, encoded->ids.size());
+    sources[i] = std::move(encoded->ids);
+    unknown[i] = std::move(encoded->unknownSpans);
+  }
+  auto decoded = decodeAll(*state->session, sources, options);
+  if (!decoded)
+    return R::failure(message(decoded.takeError()));
+  for (size_t i = 0; i < sentences.size(); ++i)
+    for (runtime::Hypothesis &h : (*decoded)[i]) {
+      if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
+        break;
+      Hypothesis hyp;
+      hyp.text = tok.target->decode(
+          h.ids, options.replaceUnknown ? llvm::ArrayRef<std::string>(unknown[i])
+                                        : llvm::ArrayRef<std::string>());
+      hyp.ids = std::move(h.ids);
+      hyp.score = h.score;
+      out[i].hypotheses.push_back(std::move(hyp));
+    }
+  return R(std::move(out));
+}
+
+Result<std::vector<Translation>>
+Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
+                         const TranslateOptions &options) {
+  using R = Result<std::vector<Translation>>;
+  if (llvm::Error e = checkOptions(options))
+    return R::failure(message(std::move(e)));
+  if (encoderOnly())
+    return R::failure("translation needs a decoder, but this is an "
+                      "encoder-only model (num_decoder_layers is 0)");
+  std::vector<Translation> out(sources.size());
+  std::vector<std::optional<std::vector<int32_t>>> rows(sources.size());
+  int64_t vocab = sourceVocabularySize();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty())
+      continue;
+    auto bad = std::find_if(sources[i].begin(), sources[i].end(),
+                            [&](int32_t id) { return id < 0 || id >= vocab; });
+    if (bad != sources[i].end()) {
+      out[i].error = "token id " + std::to_string(*bad) +
+                     " is outside the source vocabulary (size " +
+                     std::to_string(vocab) + ")";
+      continue;
+    }
+    out[i].warning = truncation(*state->session, sources[i].size());
+    rows[i] = sources[i];
+  }
+  auto decoded = decodeAll(*state->session, rows, options);
+  if (!decoded)
+    return R::failure(message(decoded.takeError()));
+  for (size_t i = 0; i < sources.size(); ++i)
+    for (runtime::Hypothesis &h : (*decoded)[i]) {
+      if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
+        break;
+      out[i].hypotheses.push_back({"", std::move(h.ids), h.score});
+    }
+  return R(std::move(out));
+}
+
+Result<EncoderStates>
+Translator::encode(const std::vector<std::vector<int32_t>> &sources) {
+  auto states = state->session->encode(sources);
+  if (!states)
+    return Result<EncoderStates>::failure(message(states.takeError()));
+  EncoderStates out;
+  out.batch = states->batch;
+  out.length = states->length;
+  out.dModel = states->dModel;
+  out.lengths = std::move(states->lengths);
+  out.values = std::move(states->values);
+  return Result<EncoderStates>(std::move(out));
+}
+
+Result<StreamStats> Translator::translateStream(int in, int out,
+                                                int diagnostics,
+                                                const TranslateOptions &options,
+                                                const StreamOptions &stream) {
+  using R = Result<StreamStats>;
+  if (llvm::Error e = checkOptions(options))
+    return R::failure(message(std::move(e)));
+  if (encoderOnly())
+    return R::failure("translation needs a decoder, but this is an "
+                      "encoder-only model (num_decoder_layers is 0)");
+  if (!stream.ids && !state->tokenizers)
+    return R::failure(state->tokenizerError);
+  runtime::TranslateOptions r = api::toRuntimeOptions(options);
+  r.scores = stream.scores || options.nBest > 1;
+  r.progress = stream.progress;
+  runtime::LineReader reader(in);
+  r.totalLines = reader.regularFileLines();
+  llvm::raw_fd_ostream outStream(out, /*shouldClose=*/false);
+  llvm::raw_fd_ostream diagStream(diagnostics, /*shouldClose=*/false);
+  diagStream.SetUnbuffered();
+  auto stats = runtime::translateStream(
+      *state->session, stream.ids ? nullptr : &*state->tokenizers, reader,
+      outStream, diagStream, r);
+  outStream.flush();
+  if (!stats)
+    return R::failure(message(stats.takeError()));
+  StreamStats s;
+  s.lines = stats->lines;
+  s.badLines = stats->badLines;
+  s.truncatedLines = stats->truncatedLines;
+  s.generatedTokens = stats->generatedTokens;
+  return R(s);
+}
