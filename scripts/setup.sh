@@ -38,6 +38,8 @@ packages=(
   "lld-14|lld 14 (optional, faster links)"
   "g++|g++ (C++ runtime and headers)"
   "python3|Python 3 (lit test runner)"
+  "python3-dev|Python 3 headers (the tfmc Python module)"
+  "pybind11-dev|pybind11 (the tfmc Python module)"
 )
 # OpenBLAS: Debian's torch calls the generic libblas.so.3, and the reference
 # BLAS behind it makes training matmuls ~20x slower.
@@ -47,7 +49,7 @@ if ((reference)); then
     "python3-numpy|NumPy"
     "python3-sentencepiece|SentencePiece for Python"
     "libopenblas0-openmp|OpenBLAS (fast BLAS for PyTorch)"
-    "python3-pytest|pytest (importer tests)"
+    "python3-pytest|pytest (importer and Python module tests)"
   )
 fi
 

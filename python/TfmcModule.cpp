@@ -1,0 +1,243 @@
+//===- TfmcModule.cpp - the tfmc Python module (pybind11) -----------------===//
+//
+// A thin binding of the public C++ API (include/tfmc/Translator.h). Python
+// lists are converted while holding the GIL; the translation itself runs
+// with the GIL released, so other Python threads keep running.
+//
+//===----------------------------------------------------------------------===//
+#include "tfmc/Translator.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+namespace py = pybind11;
+
+namespace {
+
+tfmc::TranslateOptions makeOptions(int64_t beamSize, int64_t nBest,
+                                   double lengthPenalty, int64_t maxLength,
+                                   int64_t minLength, double maxLengthFactor,
+                                   int64_t maxLengthOffset,
+                                   int64_t noRepeatNgramSize,
+                                   double repetitionPenalty,
+                                   int64_t batchSize, bool replaceUnknown) {
+  tfmc::TranslateOptions o;
+  o.beamSize = beamSize;
+  o.nBest = nBest;
+  o.lengthPenalty = lengthPenalty;
+  o.maxLength = maxLength;
+  o.minLength = minLength;
+  o.maxLengthFactor = maxLengthFactor;
+  o.maxLengthOffset = maxLengthOffset;
+  o.noRepeatNgramSize = noRepeatNgramSize;
+  o.repetitionPenalty = repetitionPenalty;
+  o.batchSize = batchSize;
+  o.replaceUnknown = replaceUnknown;
+  return o;
+}
+
+/// Python's view of a translator: one C++ Translator, used by one thread
+/// at a time (a mutex serialises calls from several Python threads).
+class PyTranslator {
+public:
+  PyTranslator(const std::string &model, const std::string &computeType,
+               int threads, const std::string &kernels,
+               const std::string &cacheDir, bool useCache) {
+    if (computeType != "float32")
+      throw py::value_error("compute_type: only 'float32' is supported, got '" +
+                            computeType + "'");
+    tfmc::LoadOptions load;
+    load.threads = threads;
+    load.kernels = kernels;
+    load.cacheDir = cacheDir;
+    load.useCache = useCache;
+    load.encoderStates = true;
+    tfmc::Result<std::unique_ptr<tfmc::Translator>> loaded =
+        tfmc::Result<std::unique_ptr<tfmc::Translator>>::failure("");
+    {
+      py::gil_scoped_release release;
+      loaded = tfmc::Translator::load(model, load);
+    }
+    if (!loaded)
+      throw std::runtime_error(loaded.error());
+    translator = std::move(*loaded);
+  }
+
+  /// Runs a translation with the GIL released; raises for a failed batch,
+  /// and for a bad sentence unless errors == "ignore".
+  template <typename Input, typename Call>
+  std::vector<tfmc::Translation> run(const Input &input, Call call,
+                                     const std::string &errors) {
+    if (errors != "raise" && errors != "ignore")
+      throw py::value_error("errors: expected 'raise' or 'ignore'");
+    tfmc::Result<std::vector<tfmc::Translation>> out =
+        tfmc::Result<std::vector<tfmc::Translation>>::failure("");
+    {
+      py::gil_scoped_release release;
+      out = call(input);
+    }
+    if (!out)
+      throw std::runtime_error(out.error());
+    if (errors == "raise")
+      for (size_t i = 0; i < out->size(); ++i)
+        if (!(*out)[i].error.empty())
+          throw py::value_error("sentence " + std::to_string(i) + ": " +
+                                (*out)[i].error);
+    return std::move(*out);
+  }
+
+  tfmc::Translator &get() { return *translator; }
+
+private:
+  std::unique_ptr<tfmc::Translator> translator;
+};
+
+/// Best strings, or with n_best > 1 / return_scores lists of
+/// (text-or-ids, score) tuples.
+template <typename Render>
+py::list results(const std::vector<tfmc::Translation> &out, int64_t nBest,
+                 bool returnScores, Render render) {
+  py::list list;
+  for (const tfmc::Translation &t : out) {
+    if (nBest == 1 && !returnScores) {
+      list.append(render(t.best()));
+      continue;
+    }
+    py::list hyps;
+    for (const tfmc::Hypothesis &h : t.hypotheses)
+      hyps.append(py::make_tuple(render(h), h.score));
+    list.append(hyps);
+  }
+  return list;
+}
+
+/// Sentences as bytes: str is encoded as UTF-8 (lone surrogates from
+/// surrogateescape decoding come back as the original bytes, which the
+/// tokenizer then reports as invalid UTF-8), bytes are taken as they are.
+std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
+  std::vector<std::string> out;
+  for (py::handle item : sentences) {
+    if (py::isinstance<py::bytes>(item)) {
+      out.push_back(item.cast<std::string>());
+      continue;
+    }
+    if (!py::isinstance<py::str>(item))
+      throw py::type_error("sentences must be str or bytes");
+    py::object encoded = py::reinterpret_steal<py::object>(
+        PyUnicode_AsEncodedString(item.ptr(), "utf-8", "surrogateescape"));
+    if (!encoded)
+      throw py::error_already_set();
+    out.push_back(encoded.cast<std::string>());
+  }
+  return out;
+}
+
+} // namespace
+
+#define TFMC_TRANSLATE_ARGS                                                    \
+  py::arg("beam_size") = 1, py::arg("n_best") = 1,                             \
+  py::arg("length_penalty") = 1.0, py::arg("max_length") = 256,                \
+  py::arg("min_length") = 0, py::arg("max_length_factor") = 3.0,               \
+  py::arg("max_length_offset") = 10, py::arg("no_repeat_ngram_size") = 0,      \
+  py::arg("repetition_penalty") = 1.0, py::arg("batch_size") = 32,             \
+  py::arg("return_scores") = false, py::arg("errors") = "raise"
+
+PYBIND11_MODULE(_tfmc, m) {
+  m.doc() = "tfmc: compiled encoder-decoder translation Transformers";
+  m.attr("__version__") = TFMC_VERSION;
+  py::class_<PyTranslator>(m, "Translator")
+      .def(py::init<const std::string &, const std::string &, int,
+                    const std::string &, const std::string &, bool>(),
+           py::arg("model"), py::arg("compute_type") = "float32",
+           py::arg("threads") = 1, py::arg("kernels") = "",
+           py::arg("cache_dir") = "", py::arg("use_cache") = true,
+           "Loads and compiles MODEL.json (through the compiled-model "
+           "cache).")
+      .def(
+          "translate",
+          [](PyTranslator &self, const py::sequence &sentenceList,
+             int64_t beamSize, int64_t nBest, double lengthPenalty,
+             int64_t maxLength, int64_t minLength, double maxLengthFactor,
+             int64_t maxLengthOffset, int64_t noRepeatNgramSize,
+             double repetitionPenalty, int64_t batchSize, bool returnScores,
+             const std::string &errors) {
+            tfmc::TranslateOptions o = makeOptions(
+                beamSize, nBest, lengthPenalty, maxLength, minLength,
+                maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
+                repetitionPenalty, batchSize, false);
+            std::vector<std::string> sentences = sentenceBytes(sentenceList);
+            auto out = self.run(
+                sentences,
+                [&](const std::vector<std::string> &s) {
+                  return self.get().translate(s, o);
+                },
+                errors);
+            return results(out, nBest, returnScores,
+                           [](const tfmc::Hypothesis &h) {
+                             return py::str(h.text);
+                           });
+          },
+          py::arg("sentences"), TFMC_TRANSLATE_ARGS,
+          "Translates a list of sentences; returns their best translations "
+          "(or, with n_best > 1 or return_scores, lists of (text, score)).")
+      .def(
+          "translate_ids",
+          [](PyTranslator &self,
+             const std::vector<std::vector<int32_t>> &sources,
+             int64_t beamSize, int64_t nBest, double lengthPenalty,
+             int64_t maxLength, int64_t minLength, double maxLengthFactor,
+             int64_t maxLengthOffset, int64_t noRepeatNgramSize,
+             double repetitionPenalty, int64_t batchSize, bool returnScores,
+             const std::string &errors) {
+            tfmc::TranslateOptions o = makeOptions(
+                beamSize, nBest, lengthPenalty, maxLength, minLength,
+                maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
+                repetitionPenalty, batchSize, false);
+            auto out = self.run(
+                sources,
+                [&](const std::vector<std::vector<int32_t>> &s) {
+                  return self.get().translateIds(s, o);
+                },
+                errors);
+            return results(out, nBest, returnScores,
+                           [](const tfmc::Hypothesis &h) {
+                             return py::cast(h.ids);
+                           });
+          },
+          py::arg("sources"), TFMC_TRANSLATE_ARGS,
+          "Translates token-id sources (eos is appended); returns target "
+          "id lists.")
+      .def(
+          "encode",
+          [](PyTranslator &self,
+             const std::vector<std::vector<int32_t>> &sources) {
+            tfmc::Result<tfmc::EncoderStates> states =
+                tfmc::Result<tfmc::EncoderStates>::failure("");
+            {
+              py::gil_scoped_release release;
+              states = self.get().encode(sources);
+            }
+            if (!states)
+              throw std::runtime_error(states.error());
+            py::array_t<float> array(
+                {states->batch, states->length, states->dModel});
+            std::copy(states->values.begin(), states->values.end(),
+                      array.mutable_data());
+            return array;
+          },
+          py::arg("sources"),
+          "Encoder states of token-id sources as a float32 array [B, L, "
+          "d_model] (zero past each row's ids + eos).")
+      .def_property_readonly(
+          "source_vocabulary_size",
+          [](PyTranslator &self) { return self.get().sourceVocabularySize(); })
+      .def_property_readonly(
+          "target_vocabulary_size",
+          [](PyTranslator &self) { return self.get().targetVocabularySize(); })
+      .def_property_readonly("encoder_only", [](PyTranslator &self) {
+        return self.get().encoderOnly();
+      });
+}

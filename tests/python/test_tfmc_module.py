@@ -1,0 +1,119 @@
+"""The `tfmc` Python module (python/), run by ctest as
+
+    PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python -q
+
+Translations must equal the CLI's / the PyTorch reference's committed
+outputs; encoder states the committed reference states.
+"""
+
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tfmc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ZH_EN = os.path.join(ROOT, "examples", "zh-en", "model.json")
+INPUTS = os.path.join(ROOT, "tests", "lit", "tfmc", "Inputs", "zh-en")
+FIXTURES = os.path.join(ROOT, "tests", "e2e", "fixtures")
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+def read_ids(path):
+    return [[int(x) for x in line.split()] for line in read_lines(path)]
+
+
+@pytest.fixture(scope="module")
+def zh_en():
+    return tfmc.Translator(ZH_EN, cache_dir=os.environ.get("TFMC_CACHE_DIR", ""))
+
+
+def test_text_equals_reference(zh_en):
+    # expected.en: the PyTorch reference's greedy translations (max length 128).
+    sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
+    expected = read_lines(os.path.join(INPUTS, "expected.en"))
+    assert zh_en.translate(sentences, max_length=128) == expected
+    assert zh_en.translate(sentences, max_length=128, batch_size=5) == expected
+
+
+def test_beam_and_nbest(zh_en):
+    best = zh_en.translate(["我们明天去公园吧。"], beam_size=4)
+    assert best == ["Let's go to the park tomorrow."]
+    nbest = zh_en.translate(["我们明天去公园吧。", "谢谢。"], beam_size=4, n_best=3)
+    assert len(nbest) == 2 and all(len(h) == 3 for h in nbest)
+    assert nbest[0][0][0] == best[0]
+    scores = [s for _, s in nbest[0]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_bad_and_empty_sentences(zh_en):
+    with pytest.raises(ValueError, match="sentence 1: invalid UTF-8"):
+        zh_en.translate(["谢谢。", b"\xff\xfe"])
+    with pytest.raises(ValueError, match="sentence 0: invalid UTF-8"):
+        zh_en.translate([b"\xff".decode("utf-8", "surrogateescape")])
+    with pytest.raises(TypeError):
+        zh_en.translate([3])
+    out = zh_en.translate(["", "谢谢。"], errors="ignore")
+    assert out == ["", zh_en.translate(["谢谢。"])[0]] and out[1]
+    with pytest.raises(RuntimeError, match="n-best"):
+        zh_en.translate(["谢谢。"], beam_size=2, n_best=3)
+
+
+def test_ids_equal_fixture():
+    fixture = os.path.join(FIXTURES, "pre-gelu-scale")
+    t = tfmc.Translator(os.path.join(fixture, "model.json"), kernels="loops")
+    src = read_ids(os.path.join(fixture, "src.ids"))
+    expected = read_ids(os.path.join(fixture, "greedy-min0-max20.ids"))
+    assert t.translate_ids(src, max_length=20, max_length_factor=0) == expected
+    with pytest.raises(ValueError, match="outside the source vocabulary"):
+        t.translate_ids([[5], [10**6]])
+
+
+def test_encoder_states_equal_reference():
+    fixture = os.path.join(FIXTURES, "encoder-only")
+    t = tfmc.Translator(os.path.join(fixture, "model.json"))
+    assert t.encoder_only
+    states = t.encode(read_ids(os.path.join(fixture, "src.ids")))
+    expected = np.load(os.path.join(fixture, "states.npy"))
+    assert states.dtype == np.float32 and states.shape == expected.shape
+    assert np.abs(states - expected).max() <= 1e-4
+    with pytest.raises(RuntimeError, match="encoder-only"):
+        t.translate_ids([[5, 6]])
+
+
+def test_load_errors():
+    with pytest.raises(RuntimeError, match="missing.json: cannot open file"):
+        tfmc.Translator("/nonexistent/missing.json")
+    with pytest.raises(ValueError, match="compute_type"):
+        tfmc.Translator(ZH_EN, compute_type="int4")
+
+
+def test_gil_is_released(zh_en):
+    # Another Python thread keeps running while a long translation runs.
+    sentences = read_lines(os.path.join(INPUTS, "sentences.zh")) * 8
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    start = time.perf_counter()
+    zh_en.translate(sentences, beam_size=2)
+    end = time.perf_counter()
+    done.set()
+    thread.join()
+    during = [t for t in ticks if start < t < end]
+    # With the GIL held the ticker could not run at all during the call.
+    assert len(during) >= 10, (len(during), end - start)
