@@ -40,6 +40,7 @@ packages=(
   "python3|Python 3 (lit test runner)"
   "python3-dev|Python 3 headers (the tfmc Python module)"
   "pybind11-dev|pybind11 (the tfmc Python module)"
+  "libcpp-httplib-dev|cpp-httplib (tfmc serve)"
 )
 # OpenBLAS: Debian's torch calls the generic libblas.so.3, and the reference
 # BLAS behind it makes training matmuls ~20x slower.

@@ -38,6 +38,7 @@ std::unique_ptr<Command> createTranslateCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createForwardCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createEncodeCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createScoreCommand(llvm::cl::OptionCategory &cat);
+std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
 
 /// Prints "error: MESSAGE" (one line) and returns the failure status 1.
 int fail(const llvm::Twine &message);

@@ -5,6 +5,7 @@
 // tfmc forward   MODEL.json --src IDS --tgt IDS -o LOGITS.npy
 // tfmc encode    MODEL.json --src IDS -o STATES.npy
 // tfmc score     --hyp FILE --ref FILE [--ref FILE ...]
+// tfmc serve     MODEL.json [--host H] [--port P] [--max-batch N] ...
 //
 // Dispatch only: each subcommand, with its options, is in its own file.
 //
@@ -23,7 +24,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<Command> commands[] = {
       createCompileCommand(category), createTranslateCommand(category),
       createForwardCommand(category), createEncodeCommand(category),
-      createScoreCommand(category)};
+      createScoreCommand(category), createServeCommand(category)};
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
@@ -34,6 +35,6 @@ int main(int argc, char **argv) {
   for (std::unique_ptr<Command> &command : commands)
     if (command->subcommand())
       return command->run();
-  return fail("expected a command: compile, translate, forward, encode or "
-              "score (see tfmc --help)");
+  return fail("expected a command: compile, translate, forward, encode, "
+              "score or serve (see tfmc --help)");
 }

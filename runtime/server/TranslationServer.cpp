@@ -1,0 +1,300 @@
+//===- TranslationServer.cpp - HTTP/JSON translation service --------------===//
+//
+// HTTP threads (cpp-httplib's pool) parse and validate requests and queue
+// them as jobs; one batcher thread takes the oldest job, waits up to the
+// batch window for more jobs with the same decoding options, translates
+// them as one batch and hands each job its slice of the results. This file
+// is built with C++ exceptions (cpp-httplib, nlohmann-json); none escape.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/server/TranslationServer.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <pthread.h>
+#include <thread>
+
+using json = nlohmann::json;
+
+namespace tfmc::server {
+namespace {
+
+struct Job {
+  std::vector<std::string> texts;
+  TranslateOptions options;
+  std::promise<Result<std::vector<Translation>>> done;
+};
+
+bool sameDecoding(const TranslateOptions &a, const TranslateOptions &b) {
+  return a.beamSize == b.beamSize && a.lengthPenalty == b.lengthPenalty &&
+         a.nBest == b.nBest && a.maxLength == b.maxLength &&
+         a.minLength == b.minLength && a.maxLengthFactor == b.maxLengthFactor &&
+         a.maxLengthOffset == b.maxLengthOffset &&
+         a.noRepeatNgramSize == b.noRepeatNgramSize &&
+         a.repetitionPenalty == b.repetitionPenalty;
+}
+
+class Batcher {
+public:
+  Batcher(Translator &translator, const ServerOptions &options)
+      : translator(translator), options(options),
+        worker([this] { loop(); }) {}
+  ~Batcher() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    worker.join();
+  }
+
+  /// Queues a job; false when the queue is full.
+  bool submit(std::shared_ptr<Job> job) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (queuedSentences + job->texts.size() > size_t(options.maxQueue))
+      return false;
+    queuedSentences += job->texts.size();
+    jobs.push_back(std::move(job));
+    wake.notify_all();
+    return true;
+  }
+
+private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return stopping || !jobs.empty(); });
+      if (jobs.empty())
+        return;
+      // Give other clients a moment to join this batch.
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(options.batchWindowMs);
+      wake.wait_until(lock, deadline, [&] {
+        return stopping || queuedSentences >= size_t(options.maxBatch);
+      });
+      std::vector<std::shared_ptr<Job>> batch;
+      std::vector<std::string> texts;
+      TranslateOptions decoding = jobs.front()->options;
+      for (auto it = jobs.begin(); it != jobs.end();) {
+        bool fits = texts.empty() ||
+                    texts.size() + (*it)->texts.size() <= size_t(options.maxBatch);
+        if (fits && sameDecoding((*it)->options, decoding)) {
+          texts.insert(texts.end(), (*it)->texts.begin(), (*it)->texts.end());
+          queuedSentences -= (*it)->texts.size();
+          batch.push_back(std::move(*it));
+          it = jobs.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      lock.unlock();
+      decoding.batchSize = std::max<int64_t>(texts.size(), 1);
+      Result<std::vector<Translation>> out =
+          translator.translate(texts, decoding);
+      size_t next = 0;
+      for (std::shared_ptr<Job> &job : batch) {
+        if (!out) {
+          job->done.set_value(
+              Result<std::vector<Translation>>::failure(out.error()));
+          continue;
+        }
+        std::vector<Translation> part(
+            std::make_move_iterator(out->begin() + next),
+            std::make_move_iterator(out->begin() + next + job->texts.size()));
+        next += job->texts.size();
+        job->done.set_value(
+            Result<std::vector<Translation>>(std::move(part)));
+      }
+      lock.lock();
+    }
+  }
+
+  Translator &translator;
+  const ServerOptions &options;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::shared_ptr<Job>> jobs;
+  size_t queuedSentences = 0;
+  bool stopping = false;
+  std::thread worker;
+};
+
+void reply(httplib::Response &res, int status, const json &body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void replyError(httplib::Response &res, int status, const std::string &what) {
+  reply(res, status, json{{"error", what}});
+}
+
+/// Reads the decoding options of a request; "" or the error.
+std::string readOptions(const json &body, TranslateOptions &o) {
+  static const char *known[] = {
+      "text",       "beam_size",         "length_penalty",
+      "max_length", "min_length",        "max_length_factor",
+      "max_length_offset", "no_repeat_ngram_size", "repetition_penalty",
+      "n_best"};
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (std::find(std::begin(known), std::end(known), it.key()) ==
+        std::end(known))
+      return "unknown field '" + it.key() + "'";
+  auto integer = [&](const char *key, int64_t &out) -> std::string {
+    if (!body.contains(key))
+      return "";
+    if (!body[key].is_number_integer())
+      return std::string("field '") + key + "': expected an integer";
+    out = body[key].get<int64_t>();
+    return "";
+  };
+  auto number = [&](const char *key, double &out) -> std::string {
+    if (!body.contains(key))
+      return "";
+    if (!body[key].is_number())
+      return std::string("field '") + key + "': expected a number";
+    out = body[key].get<double>();
+    return "";
+  };
+  for (std::string e :
+       {integer("beam_size", o.beamSize), integer("max_length", o.maxLength),
+        integer("min_length", o.minLength), integer("n_best", o.nBest),
+        integer("max_length_offset", o.maxLengthOffset),
+        integer("no_repeat_ngram_size", o.noRepeatNgramSize),
+        number("length_penalty", o.lengthPenalty),
+        number("max_length_factor", o.maxLengthFactor),
+        number("repetition_penalty", o.repetitionPenalty)})
+    if (!e.empty())
+      return e;
+  if (o.beamSize < 1 || o.beamSize > 64)
+    return "field 'beam_size': expected 1 to 64";
+  if (o.nBest < 1 || o.nBest > o.beamSize)
+    return "field 'n_best': expected 1 to beam_size";
+  if (o.maxLength < 1 || o.maxLength > 1024)
+    return "field 'max_length': expected 1 to 1024";
+  if (o.minLength < 0 || !(o.lengthPenalty >= 0) ||
+      !(o.maxLengthFactor >= 0) || o.maxLengthOffset < 0 ||
+      o.noRepeatNgramSize < 0 || !(o.repetitionPenalty > 0))
+    return "a decoding option is out of range";
+  return "";
+}
+
+} // namespace
+
+int serve(Translator &translator, const ServerOptions &options,
+          const std::function<void(const std::string &, int)> &listening,
+          std::string &error) {
+  // SIGINT/SIGTERM are taken by a waiting thread, which stops the server
+  // (httplib's stop() must not be called from a signal handler).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Batcher batcher(translator, options);
+  httplib::Server http;
+  http.set_payload_max_length(options.maxRequestBytes);
+  http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
+    reply(res, 200, json{{"status", "ok"}});
+  });
+  http.Post("/v1/translate", [&](const httplib::Request &req,
+                                 httplib::Response &res) {
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object())
+      return replyError(res, 400, "the body must be a JSON object");
+    if (!body.contains("text") || !body["text"].is_array())
+      return replyError(res, 400, "field 'text': expected a list of strings");
+    const json &text = body["text"];
+    if (text.size() > size_t(options.maxSentencesPerRequest))
+      return replyError(res, 413,
+                        "too many sentences (" + std::to_string(text.size()) +
+                            ", at most " +
+                            std::to_string(options.maxSentencesPerRequest) +
+                            ")");
+    auto job = std::make_shared<Job>();
+    for (const json &t : text) {
+      if (!t.is_string())
+        return replyError(res, 400, "field 'text': expected a list of strings");
+      job->texts.push_back(t.get<std::string>());
+    }
+    if (std::string e = readOptions(body, job->options); !e.empty())
+      return replyError(res, 400, e);
+    std::future<Result<std::vector<Translation>>> done =
+        job->done.get_future();
+    if (!batcher.submit(job))
+      return replyError(res, 503, "the queue is full; retry later");
+    Result<std::vector<Translation>> out = done.get();
+    if (!out)
+      return replyError(res, 500, out.error());
+    json translations = json::array(), errors = json::array();
+    for (size_t i = 0; i < out->size(); ++i) {
+      const Translation &t = (*out)[i];
+      if (job->options.nBest > 1) {
+        json hyps = json::array();
+        for (const Hypothesis &h : t.hypotheses)
+          hyps.push_back(json{{"text", h.text}, {"score", h.score}});
+        translations.push_back(hyps);
+      } else {
+        translations.push_back(t.best().text);
+      }
+      if (!t.error.empty())
+        errors.push_back(json{{"index", i}, {"error", t.error}});
+    }
+    json result{{"translations", translations}};
+    if (!errors.empty())
+      result["errors"] = errors;
+    reply(res, 200, result);
+  });
+  // Errors httplib answers itself (an oversized body, an unknown path) get
+  // a JSON message too; the handlers' own answers are left as they are.
+  http.set_error_handler([](const httplib::Request &, httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    if (res.status == 413)
+      replyError(res, 413, "the request body is too large");
+    else
+      replyError(res, res.status, "HTTP status " + std::to_string(res.status));
+  });
+  http.set_exception_handler([](const httplib::Request &,
+                                httplib::Response &res, std::exception_ptr) {
+    replyError(res, 500, "internal error");
+  });
+
+  int port = options.port;
+  if (port == 0) {
+    port = http.bind_to_any_port(options.host);
+    if (port < 0) {
+      error = "cannot listen on " + options.host;
+      return 1;
+    }
+  } else if (!http.bind_to_port(options.host, port)) {
+    error = "cannot listen on " + options.host + ":" + std::to_string(port);
+    return 1;
+  }
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    http.stop();
+  });
+  listening(options.host, port);
+  bool ok = http.listen_after_bind();
+  // Wake the stopper if the server ended on its own.
+  if (stopper.joinable()) {
+    pthread_kill(stopper.native_handle(), SIGTERM);
+    stopper.join();
+  }
+  if (!ok) {
+    error = "the server stopped unexpectedly";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace tfmc::server

@@ -1,0 +1,45 @@
+//===- TranslationServer.h - HTTP/JSON translation service ------*- C++ -*-===//
+//
+// `tfmc serve`: POST /v1/translate {"text": [...], "beam_size": 4, ...}
+// -> {"translations": [...]}, GET /health. Requests from many clients are
+// merged into batches (dynamic batching within a short window), a bounded
+// queue answers 503 when full, malformed requests get 400 and oversized
+// ones 413, each with a message. See docs/serve.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_SERVER_TRANSLATIONSERVER_H
+#define RUNTIME_SERVER_TRANSLATIONSERVER_H
+
+#include "tfmc/Translator.h"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace tfmc::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  /// 0: any free port (printed when listening).
+  int port = 8080;
+  /// Sentences translated together at most.
+  int maxBatch = 32;
+  /// Sentences waiting to be translated at most; beyond, 503.
+  int maxQueue = 256;
+  /// How long the batcher waits for more requests to join a batch.
+  int batchWindowMs = 5;
+  /// Largest request body (bytes) and sentences per request; beyond, 413.
+  size_t maxRequestBytes = 1 << 20;
+  int maxSentencesPerRequest = 256;
+};
+
+/// Serves `translator` until SIGINT or SIGTERM. `listening(host, port)` is
+/// called once the socket is bound. Returns a process exit status; on
+/// failure `error` says why.
+int serve(Translator &translator, const ServerOptions &options,
+          const std::function<void(const std::string &, int)> &listening,
+          std::string &error);
+
+} // namespace tfmc::server
+
+#endif // RUNTIME_SERVER_TRANSLATIONSERVER_H

@@ -1,0 +1,137 @@
+"""`tfmc serve` under load on loopback, run by ctest:
+
+    /usr/bin/python3 tests/server/load_test.py --tfmc build/bin/tfmc
+
+16 concurrent clients x 25 requests of 1-4 sentences each; every answer
+must equal `tfmc translate`'s translation of the same sentences. Prints
+throughput and p50/p99 latency. Then the error answers: 400 (malformed
+JSON, bad fields), 413 (too many sentences, too large a body), 503 (a
+server whose queue holds nothing), and a clean exit on SIGTERM. Traffic
+goes to 127.0.0.1 only; every loop is bounded.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "examples", "zh-en", "model.json")
+SENTENCES = os.path.join(ROOT, "tests", "lit", "tfmc", "Inputs", "zh-en", "sentences.zh")
+
+
+def start(tfmc, *extra):
+    proc = subprocess.Popen([tfmc, "serve", MODEL, "--port", "0", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line or "")
+        if m:
+            return proc, int(m.group(1))
+        if proc.poll() is not None:
+            sys.exit(f"load_test: tfmc serve exited: {line}{proc.stderr.read()}")
+    sys.exit("load_test: tfmc serve did not start within 120 s")
+
+
+def post(port, body, raw=None, timeout=60):
+    data = raw if raw is not None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=data,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        sys.exit("load_test: tfmc serve did not stop on SIGTERM")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--tfmc", default=os.path.join(ROOT, "build", "bin", "tfmc"))
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--requests", type=int, default=25)
+    args = p.parse_args()
+
+    sentences = open(SENTENCES, encoding="utf-8").read().split("\n")[:-1]
+    cli = subprocess.run([args.tfmc, "translate", MODEL, "--max-length", "128", "-i", SENTENCES],
+                         capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+    expected = dict(zip(sentences, cli))
+
+    proc, port = start(args.tfmc, "--max-batch", "32")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
+        assert json.loads(r.read()) == {"status": "ok"}
+
+    failures, latencies = [], []
+    lock = threading.Lock()
+
+    def client(c):
+        rng = random.Random(c)
+        for _ in range(args.requests):
+            batch = [rng.choice(sentences) for _ in range(rng.randint(1, 4))]
+            t0 = time.perf_counter()
+            status, body = post(port, {"text": batch, "max_length": 128})
+            dt = time.perf_counter() - t0
+            with lock:
+                latencies.append(dt)
+                if status != 200 or body.get("translations") != [expected[s] for s in batch]:
+                    failures.append((status, batch, body))
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    wall = time.perf_counter() - t0
+    n = args.clients * args.requests
+    latencies.sort()
+    print(f"load_test: {n} requests from {args.clients} clients in {wall:.2f} s: "
+          f"{n / wall:.1f} requests/s, p50 {1000 * latencies[len(latencies) // 2]:.0f} ms, "
+          f"p99 {1000 * latencies[int(len(latencies) * 0.99) - 1]:.0f} ms")
+    if failures or len(latencies) != n:
+        sys.exit(f"load_test: {len(failures)} wrong answers, e.g. {failures[:2]}")
+
+    # Error answers.
+    assert post(port, None, raw=b'{"text": [')[0] == 400
+    assert post(port, None, raw=b'[1, 2]')[0] == 400
+    status, body = post(port, {"text": "one string"})
+    assert status == 400 and "text" in body["error"], body
+    status, body = post(port, {"text": ["a"], "beam_size": 0})
+    assert status == 400 and "beam_size" in body["error"], body
+    status, body = post(port, {"text": ["a"], "bogus": 1})
+    assert status == 400 and "bogus" in body["error"], body
+    status, body = post(port, {"text": ["谢谢。"] * 300})
+    assert status == 413 and "too many sentences" in body["error"], body
+    status, body = post(port, None, raw=json.dumps({"text": ["x" * (2 << 20)]}).encode())
+    assert status == 413, (status, body)
+    status, body = post(port, {"text": ["谢谢。", "", "我们明天去公园吧。"], "beam_size": 2, "n_best": 2})
+    assert status == 200 and len(body["translations"]) == 3 and body["translations"][1] == [], body
+    assert stop(proc) == 0
+
+    # A queue that holds nothing answers 503.
+    proc, port = start(args.tfmc, "--max-queue", "0")
+    status, body = post(port, {"text": ["谢谢。"]})
+    assert status == 503 and "queue is full" in body["error"], body
+    assert stop(proc) == 0
+    print("load_test: error answers and shutdown ok")
+
+
+if __name__ == "__main__":
+    main()

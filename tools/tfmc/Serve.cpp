@@ -1,0 +1,105 @@
+//===- Serve.cpp - tfmc serve: translation over HTTP/JSON -----------------===//
+//
+// tfmc serve MODEL.json [--host 127.0.0.1] [--port 8080] [--max-batch N]
+//                       [--max-queue N] [--batch-window-ms MS] ...
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tfmc/Command.h"
+
+#include "runtime/api/TranslatorImpl.h"
+#include "runtime/server/TranslationServer.h"
+
+namespace cl = llvm::cl;
+
+namespace tfmc::driver {
+namespace {
+
+class ServeCommand : public Command {
+public:
+  explicit ServeCommand(cl::OptionCategory &cat)
+      : sub("serve", "Serve translations over HTTP/JSON (POST /v1/translate, "
+                     "GET /health)"),
+        model(cl::Positional, cl::desc("MODEL.json"), cl::Required,
+              cl::sub(sub), cl::cat(cat)),
+        host("host", cl::desc("Address to listen on (default loopback)"),
+             cl::init("127.0.0.1"), cl::sub(sub), cl::cat(cat)),
+        port("port", cl::desc("TCP port (0: any free port)"), cl::init(8080),
+             cl::sub(sub), cl::cat(cat)),
+        maxBatch("max-batch", cl::desc("Sentences translated together"),
+                 cl::init(32), cl::sub(sub), cl::cat(cat)),
+        maxQueue("max-queue",
+                 cl::desc("Sentences waiting at most; more is answered 503"),
+                 cl::init(256), cl::sub(sub), cl::cat(cat)),
+        batchWindow("batch-window-ms",
+                    cl::desc("How long a batch waits for more requests"),
+                    cl::init(5), cl::sub(sub), cl::cat(cat)),
+        maxRequest("max-request-bytes",
+                   cl::desc("Largest request body; larger is answered 413"),
+                   cl::init(1 << 20), cl::sub(sub), cl::cat(cat)),
+        maxSentences("max-sentences",
+                     cl::desc("Sentences per request at most (413 beyond)"),
+                     cl::init(256), cl::sub(sub), cl::cat(cat)),
+        threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
+                cl::sub(sub), cl::cat(cat)),
+        kernels(sub, cat), cache(sub, cat) {}
+
+  cl::SubCommand &subcommand() override { return sub; }
+
+  int run() override {
+    auto library = kernels.useLibrary();
+    if (!library)
+      return fail(library.takeError());
+    if (port < 0 || port > 65535)
+      return fail("--port must be 0 to 65535");
+    if (maxBatch < 1 || maxQueue < 0 || batchWindow < 0 || maxRequest < 1 ||
+        maxSentences < 1 || threads < 1)
+      return fail("--max-batch, --max-request-bytes, --max-sentences and "
+                  "--threads must be positive; --max-queue and "
+                  "--batch-window-ms not negative");
+    tfmc::LoadOptions load;
+    load.kernels = *library ? "library" : "loops";
+    load.threads = threads;
+    load.cacheDir = cache.directory();
+    load.useCache = !load.cacheDir.empty();
+    load.requireDecoder = true;
+    load.requireTextTokenizers = true;
+    auto translator = api::loadTranslator(model, load, nullptr);
+    if (!translator)
+      return fail(translator.takeError());
+    server::ServerOptions options;
+    options.host = host;
+    options.port = port;
+    options.maxBatch = maxBatch;
+    options.maxQueue = maxQueue;
+    options.batchWindowMs = batchWindow;
+    options.maxRequestBytes = static_cast<size_t>(maxRequest);
+    options.maxSentencesPerRequest = maxSentences;
+    std::string error;
+    int status = server::serve(
+        **translator, options,
+        [&](const std::string &h, int p) {
+          llvm::errs() << "tfmc: serving " << model << " on http://" << h
+                       << ":" << p << "\n";
+        },
+        error);
+    if (status != 0)
+      return fail(error);
+    return 0;
+  }
+
+private:
+  cl::SubCommand sub;
+  cl::opt<std::string> model, host;
+  cl::opt<int> port, maxBatch, maxQueue, batchWindow, maxRequest, maxSentences,
+      threads;
+  KernelsOption kernels;
+  CacheOptions cache;
+};
+
+} // namespace
+
+std::unique_ptr<Command> createServeCommand(cl::OptionCategory &cat) {
+  return std::make_unique<ServeCommand>(cat);
+}
+
+} // namespace tfmc::driver
