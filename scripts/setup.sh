@@ -51,6 +51,8 @@ if ((reference)); then
     "python3-sentencepiece|SentencePiece for Python"
     "libopenblas0-openmp|OpenBLAS (fast BLAS for PyTorch)"
     "python3-pytest|pytest (importer and Python module tests)"
+    "python3-dask|Dask (python3 -m tfmc.dask and its tests)"
+    "python3-distributed|Dask distributed (local clusters in the tests)"
   )
 fi
 

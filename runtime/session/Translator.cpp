@@ -271,6 +271,15 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
         ended = true;
         break;
       }
+      // Outside this shard: counted (for indices), never translated.
+      if (stats.lines < options.firstLine) {
+        ++stats.lines;
+        continue;
+      }
+      if (options.endLine && stats.lines >= *options.endLine) {
+        ended = true;
+        break;
+      }
       readLine(line);
     }
     writeReady();

@@ -43,6 +43,11 @@ struct TranslateOptions {
   /// number of lines when known (a regular file).
   bool progress = false;
   std::optional<int64_t> totalLines;
+  /// Only input lines [firstLine, endLine) (0-based) are translated and
+  /// written; the others are read past (sharding). Indices in score lines
+  /// stay those of the whole input.
+  int64_t firstLine = 0;
+  std::optional<int64_t> endLine;
   /// Text mode: the k-th unk of a translation is replaced by the source text
   /// of the k-th unknown source piece (when there is one) instead of being
   /// written as the unk token.

@@ -107,6 +107,13 @@ public:
                     cl::desc("Batch the read-ahead window shortest first "
                              "(=false: in input order)"),
                     cl::init(true), cl::sub(sub), cl::cat(cat)),
+        shard("shard",
+              cl::desc("Translate only shard I of N (0-based): the I-th of N "
+                       "contiguous blocks of the input file's lines; the "
+                       "shards' outputs concatenated in order are the whole "
+                       "translation (Slurm arrays, Kubernetes indexed Jobs)"),
+              cl::value_desc("I/N"), cl::init(""), cl::sub(sub),
+              cl::cat(cat)),
         progress("progress",
                  cl::desc("An updating progress line and a final summary "
                           "on stderr (default when stderr is a terminal)"),
@@ -156,6 +163,20 @@ public:
         ::close(inputFd);
     });
     runtime::LineReader reader(inputFd);
+    // --shard I/N: lines [floor(I*L/N), floor((I+1)*L/N)) of an input file
+    // of L lines.
+    int64_t shardIndex = 0, shardCount = 1;
+    std::optional<int64_t> inputLines = reader.regularFileLines();
+    if (!shard.empty()) {
+      auto [i, n] = llvm::StringRef(shard).split('/');
+      if (i.getAsInteger(10, shardIndex) || n.getAsInteger(10, shardCount) ||
+          shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount)
+        return fail("--shard: expected I/N with 0 <= I < N, got '" + shard +
+                    "'");
+      if (!inputLines)
+        return fail("--shard needs the input as a regular file (-i FILE): "
+                    "its lines are counted to cut the shards");
+    }
     // Loading goes through the public API (include/tfmc/Translator.h), with
     // the options every user of it has.
     tfmc::LoadOptions load;
@@ -203,7 +224,12 @@ public:
     bool showProgress =
         progress || llvm::sys::Process::StandardErrIsDisplayed();
     options.progress = showProgress;
-    options.totalLines = reader.regularFileLines();
+    options.totalLines = inputLines;
+    if (!shard.empty()) {
+      options.firstLine = shardIndex * *inputLines / shardCount;
+      options.endLine = (shardIndex + 1) * *inputLines / shardCount;
+      options.totalLines = *options.endLine - options.firstLine;
+    }
     auto translateStart = std::chrono::steady_clock::now();
     auto result = runtime::translateStream(
         *state.session, ids ? nullptr : &*state.tokenizers, reader, out,
@@ -227,9 +253,10 @@ public:
           "sentences/s, {5:f1} tokens/s; load+compile {6:f3} s (JIT {7:f3} "
           "s), encode {8:f3} s, decode {9:f3} s (model steps {10:f3} s, "
           "search {11:f3} s), {12:f1} tokens/s decoding\n",
-          result->lines, result->badLines, result->generatedTokens,
+          result->writtenLines, result->badLines, result->generatedTokens,
           translateSeconds,
-          translateSeconds > 0 ? result->lines / translateSeconds : 0.0,
+          translateSeconds > 0 ? result->writtenLines / translateSeconds
+                               : 0.0,
           translateSeconds > 0 ? result->generatedTokens / translateSeconds
                                : 0.0,
           loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(), decode,
@@ -274,6 +301,7 @@ private:
   cl::opt<bool> scores, stats;
   cl::opt<int> threads;
   cl::opt<int64_t> batchTokens, readAhead;
+  cl::opt<std::string> shard;
   cl::opt<bool> sortBatches, progress;
   KernelsOption kernels;
   CacheOptions cache;

@@ -1,0 +1,122 @@
+"""Translate a corpus on a Dask cluster.
+
+    python3 -m tfmc.dask MODEL.json INPUT OUTPUT --scheduler tcp://HOST:8786
+        [--partition-lines 256] [--beam-size K] [--max-length N] [--retries 2]
+
+The input is split into partitions of consecutive lines. Each worker loads
+the model once (a worker plugin: compiled code comes from the compiled-model
+cache), translates whole partitions, and the client writes the partitions'
+results in input order. A partition is a pure function of its lines, so a
+retried or re-run partition gives the same lines: the output never has a
+line twice or misses one. Without --scheduler a local cluster of
+--workers processes is started (for trying it out).
+"""
+
+import argparse
+import os
+import sys
+
+from distributed import Client, LocalCluster, WorkerPlugin, get_worker
+
+
+class TranslatorPlugin(WorkerPlugin):
+    """Loads one tfmc.Translator per worker process."""
+
+    name = "tfmc-translator"
+
+    def __init__(self, model, threads=1, cache_dir=""):
+        self.model = model
+        self.threads = threads
+        self.cache_dir = cache_dir
+
+    def setup(self, worker):
+        import tfmc
+        worker.tfmc_translator = tfmc.Translator(self.model, threads=self.threads,
+                                                 cache_dir=self.cache_dir)
+
+
+def translate_partition(index, lines, options):
+    """(index, translations) of one partition, on a worker."""
+    translator = get_worker().tfmc_translator
+    return index, translator.translate(lines, errors="ignore", **options)
+
+
+def partitions(lines, size):
+    return [lines[i:i + size] for i in range(0, len(lines), size)]
+
+
+def translate_corpus(client, model, lines, options, partition_lines=256, retries=2,
+                     threads=1, cache_dir="", task=translate_partition):
+    """The translations of `lines` (a list of str), in order. `task` is the
+    per-partition function (the tests pass a flaky one)."""
+    client.register_worker_plugin(TranslatorPlugin(model, threads, cache_dir),
+                                  name=TranslatorPlugin.name)
+    parts = partitions(lines, partition_lines)
+    futures = [client.submit(task, i, part, options, retries=retries,
+                             key=f"tfmc-partition-{i}-{len(parts)}-{id(lines)}")
+               for i, part in enumerate(parts)]
+    results = [None] * len(parts)
+    for index, translated in client.gather(futures):
+        if results[index] is not None:
+            raise RuntimeError(f"partition {index} returned twice")
+        if len(translated) != len(parts[index]):
+            raise RuntimeError(f"partition {index}: {len(translated)} lines for "
+                               f"{len(parts[index])}")
+        results[index] = translated
+    return [line for part in results for line in part]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m tfmc.dask",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("model")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler")
+    p.add_argument("--workers", type=int, default=2,
+                   help="without --scheduler: local worker processes")
+    p.add_argument("--partition-lines", type=int, default=256)
+    p.add_argument("--retries", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="compute threads per worker")
+    p.add_argument("--cache-dir", default="")
+    p.add_argument("--beam-size", type=int, default=1)
+    p.add_argument("--max-length", type=int, default=256)
+    p.add_argument("--max-length-factor", type=float, default=3.0)
+    p.add_argument("--max-length-offset", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=32)
+    args = p.parse_args(argv)
+    if args.partition_lines < 1:
+        p.error("--partition-lines must be at least 1")
+    model = os.path.abspath(args.model)
+    with open(args.input, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+        text = f.read()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    options = dict(beam_size=args.beam_size, max_length=args.max_length,
+                   max_length_factor=args.max_length_factor,
+                   max_length_offset=args.max_length_offset, batch_size=args.batch_size)
+    if args.scheduler:
+        client = Client(args.scheduler)
+        cluster = None
+    else:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        out = translate_corpus(client, model, [l.rstrip("\r") for l in lines], options,
+                               args.partition_lines, args.retries, args.threads,
+                               args.cache_dir)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    with open(args.output, "w", encoding="utf-8") as f:
+        for line in out:
+            f.write(line + "\n")
+    print(f"tfmc.dask: {len(out)} lines in {len(partitions(lines, args.partition_lines))} "
+          f"partitions", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
