@@ -28,4 +28,10 @@ fi
 grep -q "error: .*missing.json: cannot open file" "$build/install-test/err.txt"
 # The installed driver runs.
 echo "谢谢。" | "$prefix/bin/tfmc" translate "$src/examples/zh-en/model.json" --no-cache
+# The installed Python module imports and translates.
+PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
+import sys, tfmc
+out = tfmc.Translator(sys.argv[1], use_cache=False).translate(['我们明天去公园吧。'])
+assert out == [\"Let's go to the park tomorrow.\"], out
+" "$src/examples/zh-en/model.json"
 echo "install-and-embed: ok"
