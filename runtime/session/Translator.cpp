@@ -1,6 +1,7 @@
 //===- Translator.cpp - line-oriented translation of a stream -------------===//
 #include "runtime/session/Translator.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -15,22 +16,35 @@ using namespace tfmc::runtime;
 llvm::Expected<std::vector<int32_t>>
 tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab) {
   std::vector<int32_t> ids;
-  llvm::SmallVector<llvm::StringRef> fields;
-  line.split(fields, ' ', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef field : fields) {
-    field = field.trim();
-    if (field.empty())
-      continue;
-    int64_t id;
-    if (field.getAsInteger(10, id))
+  size_t pos = 0;
+  while (pos < line.size()) {
+    // Fields are separated by spaces and tabs; the column is 1-based.
+    size_t start = line.find_first_not_of(" \t", pos);
+    if (start == llvm::StringRef::npos)
+      break;
+    size_t end = line.find_first_of(" \t", start);
+    if (end == llvm::StringRef::npos)
+      end = line.size();
+    llvm::StringRef field = line.slice(start, end);
+    pos = end;
+    auto fail = [&](const llvm::Twine &what) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "'%s' is not a token id",
-                                     field.str().c_str());
+                                     "column " + llvm::Twine(start + 1) +
+                                         ": " + what);
+    };
+    int64_t id;
+    if (field.getAsInteger(10, id)) {
+      std::string shown = field.take_front(20).str();
+      for (char &c : shown)
+        if (!llvm::isPrint(c))
+          c = '?';
+      return fail("'" + shown + (field.size() > 20 ? "...'" : "'") +
+                  " is not a token id");
+    }
     if (id < 0 || id >= vocab)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "token id %lld is outside the source vocabulary (size %lld)",
-          static_cast<long long>(id), static_cast<long long>(vocab));
+      return fail("token id " + llvm::Twine(id) +
+                  " is outside the source vocabulary (size " +
+                  llvm::Twine(vocab) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
@@ -209,9 +223,14 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       };
       llvm::Expected<Encoding> encoded = encode();
       if (!encoded) {
-        ++stats.badLines;
+        // Text that cannot be read (invalid UTF-8) is a warning; token ids
+        // that are not ids of the model are an error. Either way the line
+        // gets an empty output line and the rest go on.
         w.line.bad = true;
-        warn(llvm::formatv("error: input line {0}: {1}\n", stats.lines,
+        bool error = !sourceTokenizer;
+        ++(error ? stats.badLines : stats.warnedLines);
+        warn(llvm::formatv("{0}: input line {1}: {2}\n",
+                           error ? "error" : "warning", stats.lines,
                            llvm::toString(encoded.takeError())));
       } else {
         w.line.decode = true;

@@ -60,12 +60,14 @@ struct TranslateOptions {
 struct TranslateStats {
   int64_t lines = 0;
   int64_t writtenLines = 0;
-  int64_t badLines = 0;
+  int64_t badLines = 0;    // errors (bad token ids)
+  int64_t warnedLines = 0; // unreadable text (invalid UTF-8)
   int64_t truncatedLines = 0;
   int64_t generatedTokens = 0;
 };
 
-/// Parses one line of space-separated token ids, each in [0, vocab).
+/// Parses one line of space- or tab-separated token ids, each in
+/// [0, vocab); errors name the 1-based column of the bad field.
 llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
                                                  int64_t vocab);
 

@@ -114,6 +114,10 @@ public:
                        "translation (Slurm arrays, Kubernetes indexed Jobs)"),
               cl::value_desc("I/N"), cl::init(""), cl::sub(sub),
               cl::cat(cat)),
+        strict("strict",
+               cl::desc("Exit with status 1 (at the end) when a line could "
+                        "not be read (invalid UTF-8) or was truncated"),
+               cl::sub(sub), cl::cat(cat)),
         progress("progress",
                  cl::desc("An updating progress line and a final summary "
                           "on stderr (default when stderr is a terminal)"),
@@ -249,7 +253,7 @@ public:
       const runtime::Session &s = *state.session;
       double decode = s.decodeSeconds();
       llvm::errs() << llvm::formatv(
-          "tfmc: {0} lines ({1} bad), {2} tokens in {3:f3} s: {4:f1} "
+          "tfmc: {0} lines ({1} bad, {13} unreadable), {2} tokens in {3:f3} s: {4:f1} "
           "sentences/s, {5:f1} tokens/s; load+compile {6:f3} s (JIT {7:f3} "
           "s), encode {8:f3} s, decode {9:f3} s (model steps {10:f3} s, "
           "search {11:f3} s), {12:f1} tokens/s decoding\n",
@@ -261,9 +265,16 @@ public:
                                : 0.0,
           loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(), decode,
           s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
-          decode > 0 ? result->generatedTokens / decode : 0.0);
+          decode > 0 ? result->generatedTokens / decode : 0.0,
+          result->warnedLines);
     }
-    return result->badLines ? 1 : 0;
+    // Bad token ids fail the run (at the end); with --strict so do
+    // unreadable and truncated lines.
+    if (result->badLines)
+      return 1;
+    if (strict && (result->warnedLines || result->truncatedLines))
+      return 1;
+    return 0;
   }
 
 private:
@@ -301,8 +312,9 @@ private:
   cl::opt<bool> scores, stats;
   cl::opt<int> threads;
   cl::opt<int64_t> batchTokens, readAhead;
+  cl::opt<bool> sortBatches;
   cl::opt<std::string> shard;
-  cl::opt<bool> sortBatches, progress;
+  cl::opt<bool> strict, progress;
   KernelsOption kernels;
   CacheOptions cache;
   TimingOption timing;
