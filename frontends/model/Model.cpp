@@ -8,7 +8,11 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <optional>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -75,6 +79,44 @@ Error checkSpecialTokens(const ModelDescription &desc, const Model &model) {
                     "for the {3} vocabulary '{4}' ({5} tokens)",
                     desc.jsonPath, name, id, side, path, size)
                 .str());
+  return Error::success();
+}
+
+/// The index of the first NaN or infinity, if any (exponent bits all set).
+std::optional<int64_t> firstNonFinite(const TensorView &view) {
+  int64_t n = view.numElements();
+  const auto *bits = reinterpret_cast<const uint32_t *>(view.data);
+  for (int64_t start = 0; start < n; start += 4096) {
+    int64_t end = std::min(n, start + 4096);
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; ++i)
+      any |= (bits[i] & 0x7f800000u) == 0x7f800000u;
+    if (!any)
+      continue;
+    for (int64_t i = start; i < end; ++i)
+      if ((bits[i] & 0x7f800000u) == 0x7f800000u)
+        return i;
+  }
+  return std::nullopt;
+}
+
+/// What the runtime allocates from the description alone (the positional
+/// table, max_len x d_model floats) must fit the machine: a description
+/// that asks for more is refused with the figure, not left to fail an
+/// allocation.
+Error checkMemory(const ModelDescription &d) {
+  const Architecture &a = d.arch;
+  double bytes = double(a.maxLen) * double(a.dModel) * sizeof(float);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
+  if (physical > 0 && bytes > physical / 2)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: architecture.max_len ({1}) x architecture.d_model ({2}) "
+                "needs {3:f1} GB for positional encodings, more than half of "
+                "this machine's {4:f1} GB",
+                d.jsonPath, a.maxLen, a.dModel, bytes / 1e9, physical / 1e9)
+            .str());
   return Error::success();
 }
 
@@ -192,6 +234,14 @@ Expected<Model> loadModel(StringRef jsonPath) {
   for (const TensorView &view : file.tensors())
     if (!expectedNames.contains(view.name))
       return fail("unexpected tensor '" + view.name + "'");
+  // A NaN or infinity in a weight would only show as garbage output.
+  for (const TensorView &view : file.tensors())
+    if (std::optional<int64_t> bad = firstNonFinite(view))
+      return fail(formatv("tensor '{0}': element {1} is {2}", view.name, *bad,
+                          std::isnan(view.data[*bad]) ? "NaN" : "infinite")
+                      .str());
+  if (Error err = checkMemory(d))
+    return std::move(err);
   return model;
 }
 

@@ -9,6 +9,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace llvm;
 using namespace tfmc::frontend;
 using namespace tfmc::frontend::test;
@@ -186,6 +188,41 @@ TEST_F(ModelTest, LoadsEncoderOnlyModel) {
   };
   EXPECT_EQ(loadError(options),
             weightsPath() + ": unexpected tensor 'linear.bias'");
+}
+
+TEST_F(ModelTest, NonFiniteWeightsAreReported) {
+  TinyModelOptions options;
+  options.editTensors = [](std::vector<RawTensor> &tensors) {
+    for (RawTensor &t : tensors)
+      if (t.name == "encoder_layers.0.norm2.bias")
+        t.bytes = f32Bytes({0, 1, std::nanf(""), 3});
+  };
+  EXPECT_EQ(loadError(options),
+            weightsPath() +
+                ": tensor 'encoder_layers.0.norm2.bias': element 2 is NaN");
+  options.editTensors = [](std::vector<RawTensor> &tensors) {
+    for (RawTensor &t : tensors)
+      if (t.name == "linear.bias")
+        t.bytes = f32Bytes({0, 0, 0, 0, 0, 0, 0, 0, -INFINITY});
+  };
+  EXPECT_EQ(loadError(options),
+            weightsPath() + ": tensor 'linear.bias': element 8 is infinite");
+}
+
+TEST_F(ModelTest, DescriptionsNeedingMoreMemoryThanTheMachineAreRefused) {
+  TinyModelOptions options;
+  options.editDescription = [](json::Object &o) {
+    (*o.getObject("architecture"))["max_len"] = int64_t(1) << 50;
+  };
+  std::string error = loadError(options);
+  EXPECT_NE(error.find("architecture.max_len (1125899906842624) x "
+                       "architecture.d_model (4) needs"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("GB for positional encodings, more than half of this "
+                       "machine's"),
+            std::string::npos)
+      << error;
 }
 
 TEST_F(ModelTest, AcceptsHalfPrecisionWeights) {
