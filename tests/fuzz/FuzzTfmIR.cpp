@@ -1,0 +1,27 @@
+//===- FuzzTfmIR.cpp - tfm IR parsing and verification --------------------===//
+#include "FuzzSupport.h"
+
+#include "compiler/Pipelines/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static mlir::MLIRContext *context = [] {
+    mlir::DialectRegistry registry;
+    mlir::tfm::registerPipelineDialects(registry);
+    auto *c = new mlir::MLIRContext(registry,
+                                    mlir::MLIRContext::Threading::DISABLED);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  mlir::ScopedDiagnosticHandler quiet(
+      context, [](mlir::Diagnostic &) { return mlir::success(); });
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // parseSourceString verifies what it parsed.
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, context);
+  (void)module;
+  return 0;
+}
