@@ -39,8 +39,8 @@ tfmc::TranslateOptions makeOptions(int64_t beamSize, int64_t nBest,
   return o;
 }
 
-/// Python's view of a translator: one C++ Translator, used by one thread
-/// at a time (a mutex serialises calls from several Python threads).
+/// Python's view of a translator: one C++ Translator, which several Python
+/// threads may call at once (the GIL is released during each call).
 class PyTranslator {
 public:
   PyTranslator(const std::string &model, const std::string &computeType,

@@ -8,9 +8,9 @@
 //   auto out = (*translator)->translate({"我们明天去公园吧。"});
 //   std::cout << (*out)[0].best().text << "\n";
 //
-// A Translator is safe to use from one thread at a time; load one per
-// thread to translate concurrently (compiled code is shared through the
-// compiled-model cache).
+// A Translator may be used from several threads at once: the compiled code,
+// weights and tokenizers are shared; each call leases its own call frames
+// and decoder buffers (created on first need, reused afterwards).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TFMC_TRANSLATOR_H

@@ -46,7 +46,11 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   }
 }
 
-BatchDecoder::~BatchDecoder() { arena.releaseAll(); }
+BatchDecoder::~BatchDecoder() {
+  arena.releaseAll();
+  if (release)
+    release();
+}
 
 llvm::Error BatchDecoder::encode() {
   CallFrame &f = encodeFrame;

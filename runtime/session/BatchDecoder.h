@@ -25,6 +25,7 @@
 #include "runtime/session/DecoderArena.h"
 #include "runtime/session/SourceBatch.h"
 
+#include <functional>
 #include <vector>
 
 namespace tfmc::runtime {
@@ -44,6 +45,11 @@ public:
   BatchDecoder(CallFrame &encode, CallFrame &decodeStep, SourceBatch source,
                const BatchShape &shape, DecoderArena &arena);
   ~BatchDecoder() override;
+  /// Called when the decoder is destroyed (after its buffers went back to
+  /// the arena): gives the call frames back to their session.
+  void onRelease(std::function<void()> callback) {
+    release = std::move(callback);
+  }
 
   /// Runs the encoder: fills every row's cross-attention keys/values.
   llvm::Error encode();
@@ -82,6 +88,7 @@ private:
   Buffer<int32_t> tokens;
   Buffer<float> logits;
   llvm::Error failure = llvm::Error::success();
+  std::function<void()> release;
 };
 
 } // namespace tfmc::runtime

@@ -127,19 +127,67 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   std::optional<mlir::TimingScope> bindTiming;
   if (options.timing)
     bindTiming.emplace(options.timing->nest("bind weights"));
-  // One set of call frames per worker thread (row-parallel decoding).
+  // One set of call frames per worker thread (row-parallel decoding) to
+  // begin with; concurrent callers get more on demand.
   session->threads = std::max(options.threads, 1);
-  for (int w = 0; w < session->threads; ++w) {
-    session->frames.push_back(
-        std::make_unique<Frames>(*session->compiledModel));
-    Frames &fr = *session->frames.back();
-    for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(), fr.forward.get(),
-                         fr.encodeStates.get()})
-      if (f)
-        bindConstants(*f, m, session->positionalTable, session->packedWeights);
+  {
+    std::vector<Frames *> initial;
+    for (int w = 0; w < session->threads; ++w)
+      initial.push_back(&session->acquireFrames());
+    for (Frames *f : initial)
+      session->releaseFrames(*f);
   }
   return std::move(session);
 }
+
+Session::Frames &Session::acquireFrames() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!idleFrames.empty()) {
+    Frames *f = idleFrames.back();
+    idleFrames.pop_back();
+    return *f;
+  }
+  frames.push_back(std::make_unique<Frames>(*compiledModel));
+  Frames &fr = *frames.back();
+  for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(), fr.forward.get(),
+                       fr.encodeStates.get()})
+    if (f)
+      bindConstants(*f, loaded, positionalTable, packedWeights);
+  return fr;
+}
+
+void Session::releaseFrames(Frames &f) {
+  std::lock_guard<std::mutex> lock(mutex);
+  idleFrames.push_back(&f);
+}
+
+void Session::addTimes(double encode, double decode, double steps) {
+  std::lock_guard<std::mutex> lock(mutex);
+  encodeTime += encode;
+  decodeTime += decode;
+  stepTime += steps;
+}
+
+/// Call frames held for the duration of one call.
+class Session::FramesLease {
+public:
+  explicit FramesLease(Session &s) : session(s), f(&s.acquireFrames()) {}
+  FramesLease(const FramesLease &) = delete;
+  FramesLease(FramesLease &&other) noexcept
+      : session(other.session), f(other.f) {
+    other.f = nullptr;
+  }
+  ~FramesLease() {
+    if (f)
+      session.releaseFrames(*f);
+  }
+  Frames &operator*() { return *f; }
+  Frames *operator->() { return f; }
+
+private:
+  Session &session;
+  Frames *f;
+};
 
 Session::Session(frontend::Model model) : loaded(std::move(model)) {}
 Session::~Session() = default;
@@ -192,7 +240,9 @@ static llvm::Error noDecoder(const frontend::Model &model,
 }
 
 llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
-  if (!frames[0]->encodeStates)
+  setKernelThreads(threads);
+  FramesLease frames(*this);
+  if (!frames->encodeStates)
     return error("this session was opened without encoder states");
   if (sources.empty())
     return error("no rows to run");
@@ -204,14 +254,14 @@ llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
   states.length = src.length;
   states.dModel = loaded.desc.arch.dModel;
   states.values.assign(src.rows * src.length * states.dModel, 0.0f);
-  CallFrame &f = *frames[0]->encodeStates;
+  CallFrame &f = *frames->encodeStates;
   f.bind("src_ids", src.ids.data(), {src.rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {src.rows});
   f.bind("states", states.values.data(), {src.rows, src.length, states.dModel});
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error e = f.call())
     return std::move(e);
-  encodeTime += secondsSince(start);
+  addTimes(secondsSince(start), 0, 0);
   // Padding positions hold whatever the layers made of pad tokens: zero
   // them so that the output depends on nothing but the row.
   for (int64_t r = 0; r < src.rows; ++r) {
@@ -229,7 +279,9 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
                                         LogitsOutput output) {
   if (loaded.desc.arch.encoderOnly())
     return noDecoder(loaded, "forward");
-  if (!frames[0]->forward)
+  setKernelThreads(threads);
+  FramesLease frames(*this);
+  if (!frames->forward)
     return error("this session was opened without teacher forcing");
   if (sources.size() != targets.size())
     return error(llvm::formatv("{0} source rows but {1} target rows",
@@ -271,7 +323,7 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   logits.steps = steps;
   logits.vocab = loaded.targetVocab.size();
   logits.values.assign(rows * steps * logits.vocab, 0.0f);
-  CallFrame &f = *frames[0]->forward;
+  CallFrame &f = *frames->forward;
   f.bind("src_ids", src.ids.data(), {rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {rows});
   f.bind("tgt_ids", tgtIds.data(), {rows, steps});
@@ -287,8 +339,17 @@ llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
                        int64_t slotsPerRow) {
   auto start = std::chrono::steady_clock::now();
-  auto decoder = startDecoding(*frames[0], sources, maxSteps, slotsPerRow);
-  encodeTime += secondsSince(start);
+  // The decoder keeps its frames until it is destroyed.
+  Frames &f = acquireFrames();
+  auto decoder = startDecoding(f, sources, maxSteps, slotsPerRow);
+  if (!decoder) {
+    releaseFrames(f);
+    return decoder.takeError();
+  }
+  static_cast<BatchDecoder &>(**decoder).onRelease([this, &f] {
+    releaseFrames(f);
+  });
+  addTimes(secondsSince(start), 0, 0);
   return decoder;
 }
 
@@ -344,13 +405,16 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   // the threads.
   int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
   if (workers <= 1) {
+    // The library kernels' thread count is per calling thread: every
+    // caller uses the session's, so results do not depend on the caller.
+    setKernelThreads(threads);
     auto decoder = startDecoding(sources, batchSteps, slotsPerRow);
     if (!decoder)
       return decoder.takeError();
     auto start = std::chrono::steady_clock::now();
     Result result = search(**decoder, effective, specialIds());
-    decodeTime += secondsSince(start);
-    stepTime += static_cast<BatchDecoder &>(**decoder).stepSeconds();
+    addTimes(0, secondsSince(start),
+             static_cast<BatchDecoder &>(**decoder).stepSeconds());
     if (llvm::Error e = (*decoder)->takeError())
       return std::move(e);
     return result;
@@ -363,6 +427,9 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     double encodeSeconds = 0, stepSeconds = 0;
   };
   std::vector<Slice> slices(workers);
+  std::vector<FramesLease> leases;
+  for (int64_t w = 0; w < workers; ++w)
+    leases.emplace_back(*this);
   for (int64_t r = 0; r < rows; ++r)
     slices[r * workers / rows].sources.push_back(sources[r]);
   auto work = [&](int64_t w) {
@@ -370,7 +437,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     setKernelThreads(1);
     auto start = std::chrono::steady_clock::now();
     auto decoder =
-        startDecoding(*frames[w], slice.sources, batchSteps, slotsPerRow);
+        startDecoding(*leases[w], slice.sources, batchSteps, slotsPerRow);
     slice.encodeSeconds = secondsSince(start);
     if (!decoder) {
       slice.error = llvm::toString(decoder.takeError());
@@ -391,16 +458,16 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   setKernelThreads(threads);
   double wall = secondsSince(start), encode = 0;
   Result result;
+  double steps = 0;
   for (Slice &slice : slices) {
     encode = std::max(encode, slice.encodeSeconds);
-    stepTime += slice.stepSeconds;
+    steps += slice.stepSeconds;
     if (!slice.error.empty())
       return error(slice.error);
     for (auto &row : slice.result)
       result.push_back(std::move(row));
   }
-  encodeTime += encode;
-  decodeTime += wall - encode;
+  addTimes(encode, wall - encode, steps);
   return result;
 }
 

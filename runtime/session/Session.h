@@ -12,6 +12,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -140,8 +141,16 @@ private:
   std::map<std::string, std::vector<float>> packedWeights;
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int threads = 1;
-  /// Call frames (weights bound) per worker thread; [0] is the caller's.
+  /// Call frames (weights bound), one set per concurrent caller or worker
+  /// slice: a call leases what it needs and gives it back. Created on
+  /// demand; `mutex` guards the pool, the packed weights and the timers.
   std::vector<std::unique_ptr<Frames>> frames;
+  std::vector<Frames *> idleFrames;
+  std::mutex mutex;
+  class FramesLease;
+  Frames &acquireFrames();
+  void releaseFrames(Frames &f);
+  void addTimes(double encode, double decode, double steps);
 };
 
 } // namespace tfmc::runtime

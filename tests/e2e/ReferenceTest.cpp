@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 using namespace tfmc;
 using namespace tfmc::runtime;
@@ -450,6 +451,47 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
     }
   }
   EXPECT_GT(threaded->decodeSeconds(), 0.0);
+}
+
+/// One session used from four threads at once: each call leases its own
+/// call frames and decoder buffers; the results equal one thread's.
+TEST_P(Threads, ConcurrentCallersShareOneSession) {
+  Session &s = model();
+  TokenRows src = readRows(fixturePath(std::get<0>(GetParam()), "src.ids"));
+  SearchOptions greedy;
+  greedy.maxLength = 12;
+  SearchOptions beam = greedy;
+  beam.beamSize = 3;
+  auto wantGreedy = s.translate(src, greedy);
+  auto wantBeam = s.translateBeam(src, beam);
+  ASSERT_TRUE(wantGreedy && wantBeam);
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        if ((t + round) % 2 == 0) {
+          auto got = s.translate(src, greedy);
+          if (!got || *got != *wantGreedy)
+            failures[t] = "greedy differs";
+        } else {
+          auto got = s.translateBeam(src, beam);
+          if (!got) {
+            failures[t] = "beam failed";
+            continue;
+          }
+          for (size_t i = 0; i < src.size(); ++i)
+            for (size_t k = 0; k < (*got)[i].size(); ++k)
+              if ((*got)[i][k].ids != (*wantBeam)[i][k].ids ||
+                  (*got)[i][k].score != (*wantBeam)[i][k].score)
+                failures[t] = "beam differs";
+        }
+      }
+    });
+  for (std::thread &c : callers)
+    c.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 std::vector<bool> kernelPaths() {
