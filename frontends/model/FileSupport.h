@@ -8,6 +8,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace tfmc::frontend {
@@ -19,6 +20,12 @@ openFile(llvm::StringRef path, bool isText);
 
 /// "[2, 3]": a shape or an offset pair in messages.
 std::string formatShape(llvm::ArrayRef<int64_t> values);
+
+/// JSON parsers recurse per nesting level: the byte offset where `json`
+/// nests deeper than `limit` arrays/objects, if it does (checked before
+/// parsing, so hostile files cannot exhaust the stack).
+std::optional<size_t> nestingBeyond(llvm::StringRef json, size_t limit);
+inline constexpr size_t kMaxJsonNesting = 256;
 
 } // namespace tfmc::frontend
 

@@ -160,7 +160,13 @@ private:
     return addNode(std::move(add));
   }
 
+  /// Parentheses nest at most this deep (the parser recurses per level).
+  static constexpr int kMaxDepth = 64;
+
   Expected<int> term() {
+    if (depth >= kMaxDepth)
+      return recipeError(peek().column,
+                         "nested deeper than " + Twine(kMaxDepth) + " levels");
     Token t = next();
     if (t.kind != Token::Name)
       return recipeError(t.column, "expected a value or a sublayer, found " +
@@ -198,7 +204,9 @@ private:
     }
     if (Error e = expect("("))
       return std::move(e);
+    ++depth;
     Expected<int> operand = expression();
+    --depth;
     if (!operand)
       return operand.takeError();
     if (Error e = expect(")"))
@@ -254,6 +262,7 @@ private:
 
   std::vector<Token> tokens;
   size_t pos = 0;
+  int depth = 0;
   LayerKind kind;
   LayerRecipe recipe;
   std::vector<size_t> statementColumns;

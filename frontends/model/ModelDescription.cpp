@@ -27,6 +27,9 @@ using namespace llvm;
 
 namespace tfmc::frontend {
 
+/// The most layers a stack may declare.
+static constexpr int64_t kMaxLayers = 4096;
+
 StringRef stringifyActivation(Activation a) {
   switch (a) {
   case Activation::Relu:
@@ -268,6 +271,15 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
   arch.numHeads = r.integer(obj, p, "num_heads", 1);
   arch.numEncoderLayers = r.integer(obj, p, "num_encoder_layers", 1);
   arch.numDecoderLayers = r.integer(obj, p, "num_decoder_layers", 0);
+  // Every layer names tensors; a count beyond any real model would only
+  // exhaust memory building the names.
+  for (auto [key, value] : {std::pair{"num_encoder_layers", arch.numEncoderLayers},
+                            std::pair{"num_decoder_layers", arch.numDecoderLayers}})
+    if (value > kMaxLayers)
+      r.failField(DescriptionReader::join(p, key),
+                  formatv("expected at most {0} layers, got {1}", kMaxLayers,
+                          value)
+                      .str());
   arch.dFF = r.integer(obj, p, "d_ff", 1);
   arch.maxLen = r.integer(obj, p, "max_len", 1);
   arch.activation = r.choice(obj, p, "activation", {"relu", "gelu"}) == "gelu"
@@ -398,6 +410,11 @@ std::optional<std::string> findDuplicateJsonKey(StringRef json) {
 
 Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
                                                            StringRef path) {
+  if (std::optional<size_t> at = nestingBeyond(json, kMaxJsonNesting))
+    return createStringError(
+        inconvertibleErrorCode(),
+        path + ": invalid JSON: nested deeper than " +
+            Twine(kMaxJsonNesting) + " levels at byte " + Twine(*at));
   Expected<json::Value> root = json::parse(json);
   if (!root)
     return createStringError(

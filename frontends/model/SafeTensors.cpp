@@ -238,6 +238,12 @@ SafeTensorsFile::open(StringRef path) {
                         "({1} bytes)",
                         headerSize, bytes.size())
                     .str());
+  if (std::optional<size_t> at =
+          nestingBeyond(bytes.substr(8, headerSize), kMaxJsonNesting))
+    return fail(formatv("invalid JSON header: nested deeper than {0} levels "
+                        "at byte {1}",
+                        kMaxJsonNesting, 8 + *at)
+                    .str());
   Expected<json::Value> header = json::parse(bytes.substr(8, headerSize));
   if (!header)
     return fail("invalid JSON header: " + toString(header.takeError()));

@@ -14,7 +14,8 @@ using namespace tfmc;
 using namespace tfmc::runtime;
 
 llvm::Expected<std::vector<int32_t>>
-tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab) {
+tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab,
+                           llvm::StringRef side) {
   std::vector<int32_t> ids;
   size_t pos = 0;
   while (pos < line.size()) {
@@ -42,9 +43,8 @@ tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab) {
                   " is not a token id");
     }
     if (id < 0 || id >= vocab)
-      return fail("token id " + llvm::Twine(id) +
-                  " is outside the source vocabulary (size " +
-                  llvm::Twine(vocab) + ")");
+      return fail("token id " + llvm::Twine(id) + " is outside the " + side +
+                  " vocabulary (size " + llvm::Twine(vocab) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;

@@ -68,8 +68,9 @@ struct TranslateStats {
 
 /// Parses one line of space- or tab-separated token ids, each in
 /// [0, vocab); errors name the 1-based column of the bad field.
-llvm::Expected<std::vector<int32_t>> parseIdLine(llvm::StringRef line,
-                                                 int64_t vocab);
+llvm::Expected<std::vector<int32_t>>
+parseIdLine(llvm::StringRef line, int64_t vocab,
+            llvm::StringRef side = "source");
 
 /// Reads one sentence per line from `in` and writes exactly one line per
 /// input line to `out`, in input order, each as soon as it and every line

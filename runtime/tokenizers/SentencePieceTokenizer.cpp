@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/tokenizers/Tokenizer.h"
 
+#include "frontends/model/FileSupport.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <sentencepiece_processor.h>
@@ -102,7 +104,15 @@ tfmc::runtime::createSentencePieceTokenizer(llvm::StringRef modelPath,
                                             int32_t unk) {
   auto tokenizer = std::make_unique<SentencePieceTokenizer>(vocab, unk);
   sentencepiece::SentencePieceProcessor &sp = tokenizer->processor;
-  auto status = sp.Load(absl::string_view(modelPath.data(), modelPath.size()));
+  // Read the file here (regular files only; libsentencepiece's own reader
+  // throws on a directory) and hand the bytes over.
+  auto bytes = frontend::openFile(modelPath, /*isText=*/false);
+  if (!bytes)
+    return fail("cannot load SentencePiece model '" + modelPath +
+                "': " + llvm::toString(bytes.takeError()));
+  llvm::StringRef serialized = (*bytes)->getBuffer();
+  auto status = sp.LoadFromSerializedProto(
+      absl::string_view(serialized.data(), serialized.size()));
   if (!status.ok())
     return fail("cannot load SentencePiece model '" + modelPath +
                 "': " + status.ToString());

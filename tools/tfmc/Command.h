@@ -94,8 +94,9 @@ double secondsSinceStart();
 
 /// Reads a file of space-separated token ids, one sequence per line, each
 /// id checked against `vocab` ("FILE: line N: ..." errors).
-llvm::Expected<runtime::TokenRows> readIdFile(llvm::StringRef path,
-                                              int64_t vocab);
+llvm::Expected<runtime::TokenRows>
+readIdFile(llvm::StringRef path, int64_t vocab,
+           llvm::StringRef side = "source");
 
 /// `path`, or stdout when empty.
 llvm::Expected<std::unique_ptr<llvm::raw_fd_ostream>>

@@ -1,6 +1,7 @@
 //===- DriverSupport.cpp - helpers shared by tfmc's subcommands -----------===//
 #include "tools/tfmc/Command.h"
 
+#include "frontends/model/FileSupport.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/Translator.h"
 
@@ -118,20 +119,18 @@ double secondsSinceStart() {
       .count();
 }
 
-llvm::Expected<runtime::TokenRows> readIdFile(llvm::StringRef path,
-                                              int64_t vocab) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+llvm::Expected<runtime::TokenRows>
+readIdFile(llvm::StringRef path, int64_t vocab, llvm::StringRef side) {
+  auto buffer = frontend::openFile(path, /*isText=*/true);
   if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "%s: cannot open file: %s", path.str().c_str(),
-        buffer.getError().message().c_str());
+    return buffer.takeError();
   runtime::TokenRows rows;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n');
   if (!lines.empty() && lines.back().trim().empty())
     lines.pop_back();
   for (size_t i = 0; i < lines.size(); ++i) {
-    auto ids = runtime::parseIdLine(lines[i].rtrim("\r"), vocab);
+    auto ids = runtime::parseIdLine(lines[i].rtrim("\r"), vocab, side);
     if (!ids)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(), "%s: line %zu: %s",

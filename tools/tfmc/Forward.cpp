@@ -74,7 +74,7 @@ public:
     auto src = readIdFile(srcFile, loaded->sourceVocab.size());
     if (!src)
       return fail(src.takeError());
-    auto tgt = readIdFile(tgtFile, loaded->targetVocab.size());
+    auto tgt = readIdFile(tgtFile, loaded->targetVocab.size(), "target");
     if (!tgt)
       return fail(tgt.takeError());
     runtime::SessionOptions sessionOptions;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <optional>
 #include <unistd.h>
 
@@ -161,6 +162,11 @@ public:
       inputFd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
       if (inputFd < 0)
         return fail(input + ": cannot open file: " + std::strerror(errno));
+      struct stat st;
+      if (::fstat(inputFd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ::close(inputFd);
+        return fail(input + ": cannot open file: is a directory");
+      }
     }
     auto closeInput = llvm::make_scope_exit([&] {
       if (inputFd > 0)
