@@ -9,18 +9,18 @@
 #ifndef TOOLS_TFMC_COMMAND_H
 #define TOOLS_TFMC_COMMAND_H
 
+#include "frontends/model/Model.h"
 #include "runtime/session/Session.h"
+
+#include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
+#include <optional>
 #include <string>
-
-namespace mlir {
-class TimingScope;
-} // namespace mlir
 
 namespace tfmc::driver {
 
@@ -82,12 +82,25 @@ public:
   /// Adds "NAME: SECONDS s" under the root (a time measured outside the
   /// timer tree, such as the time to the first translation).
   void note(llvm::StringRef name, double seconds);
+  /// A timer named `name` under the root while the result lives (none
+  /// without --timing).
+  std::optional<mlir::TimingScope> scope(llvm::StringRef name);
 
 private:
   llvm::cl::opt<bool> enabled;
   struct State;
   std::unique_ptr<State> state;
 };
+
+/// loadModel under a "load model" timer.
+llvm::Expected<frontend::Model> loadModelTimed(llvm::StringRef path,
+                                               TimingOption &timing);
+
+/// Session::open under a "compile" timer (its phases nest there), with the
+/// compiled-model cache of `cache`.
+llvm::Expected<std::unique_ptr<runtime::Session>>
+openSessionTimed(frontend::Model model, runtime::SessionOptions options,
+                 const CacheOptions &cache, TimingOption &timing);
 
 /// Seconds since main() started.
 double secondsSinceStart();

@@ -54,11 +54,7 @@ public:
                   "' (expected tfm, fused, loops, llvm, llvmir, asm or obj)");
     if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
       return fail("--emit=obj writes a binary object: give -o FILE.o");
-    std::optional<mlir::TimingScope> loadTiming;
-    if (timing.root())
-      loadTiming.emplace(timing.root()->nest("load model"));
-    auto loaded = frontend::loadModel(model);
-    loadTiming.reset();
+    auto loaded = loadModelTimed(model, timing);
     if (!loaded)
       return fail(loaded.takeError());
     if (cacheOnly)

@@ -113,6 +113,28 @@ void TimingOption::note(llvm::StringRef name, double seconds) {
     state->notes.emplace_back(name.str(), seconds);
 }
 
+std::optional<mlir::TimingScope> TimingOption::scope(llvm::StringRef name) {
+  std::optional<mlir::TimingScope> scope;
+  if (mlir::TimingScope *parent = root())
+    scope.emplace(parent->nest(name));
+  return scope;
+}
+
+llvm::Expected<frontend::Model> loadModelTimed(llvm::StringRef path,
+                                               TimingOption &timing) {
+  std::optional<mlir::TimingScope> scope = timing.scope("load model");
+  return frontend::loadModel(path);
+}
+
+llvm::Expected<std::unique_ptr<runtime::Session>>
+openSessionTimed(frontend::Model model, runtime::SessionOptions options,
+                 const CacheOptions &cache, TimingOption &timing) {
+  std::optional<mlir::TimingScope> scope = timing.scope("compile");
+  options.cacheDir = cache.directory();
+  options.timing = scope ? &*scope : nullptr;
+  return runtime::Session::open(std::move(model), options);
+}
+
 double secondsSinceStart() {
   static const auto start = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -47,11 +47,7 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
-    std::optional<mlir::TimingScope> loadTiming;
-    if (timing.root())
-      loadTiming.emplace(timing.root()->nest("load model"));
-    auto loaded = frontend::loadModel(model);
-    loadTiming.reset();
+    auto loaded = loadModelTimed(model, timing);
     if (!loaded)
       return fail(loaded.takeError());
     auto src = readIdFile(srcFile, loaded->sourceVocab.size());
@@ -65,18 +61,11 @@ public:
     sessionOptions.translation = false;
     sessionOptions.teacherForcing = false;
     sessionOptions.encoderStates = true;
-    sessionOptions.cacheDir = cache.directory();
-    std::optional<mlir::TimingScope> compileTiming;
-    if (timing.root())
-      compileTiming.emplace(timing.root()->nest("compile"));
-    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
-    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
-    compileTiming.reset();
+    auto session =
+        openSessionTimed(std::move(*loaded), sessionOptions, cache, timing);
     if (!session)
       return fail(session.takeError());
-    std::optional<mlir::TimingScope> runTiming;
-    if (timing.root())
-      runTiming.emplace(timing.root()->nest("run"));
+    std::optional<mlir::TimingScope> runTiming = timing.scope("run");
     int64_t limit = (*session)->maxSourceTokens();
     for (size_t i = 0; i < src->size(); ++i)
       if (static_cast<int64_t>((*src)[i].size()) > limit)

@@ -60,11 +60,7 @@ public:
       return fail("--output: expected 'logits', 'log-probs' or 'probs', got "
                   "'" +
                   head + "'");
-    std::optional<mlir::TimingScope> loadTiming;
-    if (timing.root())
-      loadTiming.emplace(timing.root()->nest("load model"));
-    auto loaded = frontend::loadModel(model);
-    loadTiming.reset();
+    auto loaded = loadModelTimed(model, timing);
     if (!loaded)
       return fail(loaded.takeError());
     if (loaded->desc.arch.encoderOnly())
@@ -80,18 +76,11 @@ public:
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
     sessionOptions.translation = false;
-    sessionOptions.cacheDir = cache.directory();
-    std::optional<mlir::TimingScope> compileTiming;
-    if (timing.root())
-      compileTiming.emplace(timing.root()->nest("compile"));
-    sessionOptions.timing = compileTiming ? &*compileTiming : nullptr;
-    auto session = runtime::Session::open(std::move(*loaded), sessionOptions);
-    compileTiming.reset();
+    auto session =
+        openSessionTimed(std::move(*loaded), sessionOptions, cache, timing);
     if (!session)
       return fail(session.takeError());
-    std::optional<mlir::TimingScope> runTiming;
-    if (timing.root())
-      runTiming.emplace(timing.root()->nest("run"));
+    std::optional<mlir::TimingScope> runTiming = timing.scope("run");
     auto logits = (*session)->forward(*src, *tgt, kind);
     if (!logits)
       return fail(logits.takeError());
