@@ -7,6 +7,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include <string>
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static mlir::MLIRContext *context = [] {
     mlir::DialectRegistry registry;
@@ -18,7 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }();
   mlir::ScopedDiagnosticHandler quiet(
       context, [](mlir::Diagnostic &) { return mlir::success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer expects a NUL after the text (files are read that way by
+  // tfm-opt); the fuzzer's buffer has none, so parse a copy.
+  std::string copy(reinterpret_cast<const char *>(data), size);
+  llvm::StringRef text(copy.c_str(), size);
   // parseSourceString verifies what it parsed.
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, context);
