@@ -29,10 +29,13 @@ fi
 # module's tests are left out there (an instrumented extension needs the
 # sanitizer runtime preloaded into the interpreter).
 sanitized() {
-  local dir=$1 flags=$2
-  shift 2
+  local dir=$1 llvm=$2 flags=$3
+  shift 3
   echo "test: $dir: $flags"
+  # LLVM_USE_SANITIZER also keeps LLVM's CMake from linking shared
+  # libraries with -z defs (the sanitizer runtime comes with the program).
   BUILD_DIR=$dir scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DLLVM_USE_SANITIZER=$llvm" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
     "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
@@ -41,9 +44,9 @@ sanitized() {
     ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-2}" "$@"
 }
 start=$SECONDS
-sanitized build-asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+sanitized build-asan "Address;Undefined" "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   -E python-module
 # oneDNN runs on GNU OpenMP, which ThreadSanitizer cannot see into: the
 # concurrency tests of the compiled-loops path and the cache run there.
-sanitized build-tsan "-fsanitize=thread" -R "Concurrent.*_loops|CompileCache|CacheSession"
+sanitized build-tsan Thread "-fsanitize=thread" -R "Concurrent.*_loops|CompileCache|CacheSession"
 echo "test: sanitizer suites took $((SECONDS - start)) s"
