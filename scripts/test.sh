@@ -25,9 +25,10 @@ if ((!sanitize)); then
   exit 0
 fi
 
-# Sanitizer builds: separate build folders, the same sources. The Python
-# module's tests are left out there (an instrumented extension needs the
-# sanitizer runtime preloaded into the interpreter).
+# Sanitizer builds: separate build folders, the same sources. Left out
+# there: the Python module's tests (an instrumented extension needs the
+# sanitizer runtime preloaded into the interpreter) and the install test
+# (its consumer program is built without the sanitizer runtime).
 sanitized() {
   local dir=$1 llvm=$2 flags=$3
   shift 3
@@ -45,7 +46,7 @@ sanitized() {
 }
 start=$SECONDS
 sanitized build-asan "Address;Undefined" "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
-  -E python-module
+  -E "python-module|install-and-embed"
 # oneDNN runs on GNU OpenMP, which ThreadSanitizer cannot see into: the
 # concurrency tests of the compiled-loops path and the cache run there.
 sanitized build-tsan Thread "-fsanitize=thread" -R "Concurrent.*_loops|CompileCache|CacheSession"

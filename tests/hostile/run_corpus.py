@@ -299,7 +299,10 @@ def run_all(args, root, tfmc, tfm_opt, started):
     # Children inherit these: no core files, and a runaway allocation fails
     # (a crash, reported) instead of swapping the machine.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if args.memory_limit_gib > 0:
+    # Sanitizer builds (scripts/test.sh --sanitize sets their options)
+    # reserve terabytes of address space for shadow memory: no limit there.
+    sanitized = any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS"))
+    if args.memory_limit_gib > 0 and not sanitized:
         limit = int(args.memory_limit_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
