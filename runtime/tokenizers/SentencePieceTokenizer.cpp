@@ -11,6 +11,8 @@
 
 #include "frontends/model/FileSupport.h"
 
+#include <exception>
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <sentencepiece_processor.h>
@@ -111,8 +113,19 @@ tfmc::runtime::createSentencePieceTokenizer(llvm::StringRef modelPath,
     return fail("cannot load SentencePiece model '" + modelPath +
                 "': " + llvm::toString(bytes.takeError()));
   llvm::StringRef serialized = (*bytes)->getBuffer();
-  auto status = sp.LoadFromSerializedProto(
-      absl::string_view(serialized.data(), serialized.size()));
+  // libsentencepiece throws (e.g. from its trie builder) on some malformed
+  // models; this file is built with exceptions so that none escapes.
+  sentencepiece::util::Status status;
+  try {
+    status = sp.LoadFromSerializedProto(
+        absl::string_view(serialized.data(), serialized.size()));
+  } catch (const std::exception &e) {
+    return fail("cannot load SentencePiece model '" + modelPath +
+                "': " + e.what());
+  } catch (...) {
+    return fail("cannot load SentencePiece model '" + modelPath +
+                "': the SentencePiece library failed on it");
+  }
   if (!status.ok())
     return fail("cannot load SentencePiece model '" + modelPath +
                 "': " + status.ToString());
