@@ -95,6 +95,16 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
   return llvm::Error::success();
 }
 
+/// checkOptions, and that the model has a decoder: what every translating
+/// entry point checks first.
+static llvm::Error checkTranslation(const TranslateOptions &o,
+                                    bool encoderOnly) {
+  if (encoderOnly)
+    return error("translation needs a decoder, but this is an encoder-only "
+                 "model (num_decoder_layers is 0)");
+  return checkOptions(o);
+}
+
 llvm::Expected<std::unique_ptr<Translator>>
 api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
                     mlir::TimingScope *timing) {
@@ -221,11 +231,8 @@ Result<std::vector<Translation>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
-  if (llvm::Error e = checkOptions(options))
+  if (llvm::Error e = checkTranslation(options, encoderOnly()))
     return R::failure(message(std::move(e)));
-  if (encoderOnly())
-    return R::failure("translation needs a decoder, but this is an "
-                      "encoder-only model (num_decoder_layers is 0)");
   if (!state->tokenizers)
     return R::failure(state->tokenizerError);
   const runtime::TextTokenizers &tok = *state->tokenizers;
@@ -267,11 +274,8 @@ Result<std::vector<Translation>>
 Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
                          const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
-  if (llvm::Error e = checkOptions(options))
+  if (llvm::Error e = checkTranslation(options, encoderOnly()))
     return R::failure(message(std::move(e)));
-  if (encoderOnly())
-    return R::failure("translation needs a decoder, but this is an "
-                      "encoder-only model (num_decoder_layers is 0)");
   std::vector<Translation> out(sources.size());
   std::vector<std::optional<std::vector<int32_t>>> rows(sources.size());
   int64_t vocab = sourceVocabularySize();
@@ -320,11 +324,8 @@ Result<StreamStats> Translator::translateStream(int in, int out,
                                                 const TranslateOptions &options,
                                                 const StreamOptions &stream) {
   using R = Result<StreamStats>;
-  if (llvm::Error e = checkOptions(options))
+  if (llvm::Error e = checkTranslation(options, encoderOnly()))
     return R::failure(message(std::move(e)));
-  if (encoderOnly())
-    return R::failure("translation needs a decoder, but this is an "
-                      "encoder-only model (num_decoder_layers is 0)");
   if (!stream.ids && !state->tokenizers)
     return R::failure(state->tokenizerError);
   runtime::TranslateOptions r = api::toRuntimeOptions(options);
