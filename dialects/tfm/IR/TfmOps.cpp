@@ -1,6 +1,8 @@
 //===- TfmOps.cpp - tfm operation verifiers and interfaces ----------------===//
 #include "dialects/tfm/IR/TfmOps.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -136,8 +138,8 @@ static LogicalResult verifyNorm(Operation *op, Value input, Value weight,
   if (!compatible(dim(weight, 0), lastDim(input)))
     return op->emitOpError() << "weight has " << dim(weight, 0)
                              << " elements, expected " << lastDim(input);
-  if (!(epsilon > 0.0))
-    return op->emitOpError("epsilon must be positive");
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    return op->emitOpError("epsilon must be positive and finite");
   return success();
 }
 

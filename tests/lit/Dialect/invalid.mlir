@@ -72,6 +72,14 @@ func.func @norm_eps(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) {
 
 // -----
 
+func.func @norm_eps_inf(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{epsilon must be positive and finite}}
+  %n = tfm.layer_norm %x, %g, %g eps 0x7FF0000000000000 : tensor<?x?x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @mha_heads(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) {
   // expected-error @+1 {{heads (3) must divide the model dimension (8)}}
   %a = tfm.multi_head_attention none %x, %x weights(%w, %b, %w, %b, %w, %b, %w, %b) heads 3
