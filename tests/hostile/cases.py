@@ -808,8 +808,8 @@ for name, src, tgt, subs in [
                                                       "source vocabulary"]),
     ("fwd-target-outside-vocab", "4\n", "1 41\n", ["tgt.ids", "line 1", "token id 41",
                                                       "target vocabulary"]),
-    ("fwd-target-no-bos", "4\n", "2 5\n", ["does not start with bos"]),
-    ("fwd-row-count", "4\n5\n", "1 4\n", ["2 source rows but 1 target rows"]),
+    ("fwd-target-no-bos", "4\n", "2 5\n", ["tgt.ids:1:", "must start with bos"]),
+    ("fwd-row-count", "4\n5\n", "1 4\n", ["src.ids has 2 lines", "tgt.ids has 1"]),
     ("fwd-target-invalid-utf8", "4\n", "1 \xff\n", []),
 ]:
     case(name, "forward", [base(), write("src.ids", src), write("tgt.ids", tgt.encode("latin-1"))],

@@ -11,6 +11,8 @@
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -73,6 +75,19 @@ public:
     auto tgt = readIdFile(tgtFile, loaded->targetVocab.size(), "target");
     if (!tgt)
       return fail(tgt.takeError());
+    // Located errors for what the session would reject by row number.
+    if (src->size() != tgt->size())
+      return fail(llvm::formatv("{0} has {1} lines but {2} has {3}: forward "
+                                "needs one target line per source line",
+                                srcFile, src->size(), tgtFile, tgt->size())
+                      .str());
+    int64_t bos = loaded->desc.special.bos;
+    for (size_t r = 0; r < tgt->size(); ++r)
+      if ((*tgt)[r].empty() || (*tgt)[r].front() != bos)
+        return fail(llvm::formatv("{0}:{1}: a target line must start with "
+                                  "bos ({2})",
+                                  tgtFile, r + 1, bos)
+                        .str());
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
     sessionOptions.translation = false;
