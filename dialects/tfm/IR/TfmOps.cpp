@@ -107,8 +107,22 @@ LogicalResult LinearOp::verify() {
   if (!compatible(dim(getResult(), 0), dim(getInput(), 0)) ||
       !compatible(dim(getResult(), 1), dim(getInput(), 1)))
     return emitOpError("result rows must match the input rows");
-  return verifyDense(*this, "linear", getWeight(), getBias(),
-                     lastDim(getInput()), lastDim(getResult()));
+  if (failed(verifyDense(*this, "linear", getWeight(), getBias(),
+                         lastDim(getInput()), lastDim(getResult()))))
+    return failure();
+  Type element = getWeight().getType().getElementType();
+  bool quantized = element.isInteger(8);
+  if (quantized && !getScale())
+    return emitOpError("an i8 weight needs a 'scale' operand (one float32 "
+                       "per output row)");
+  if (!quantized && getScale())
+    return emitOpError() << "a 'scale' operand is only for i8 weights, not "
+                         << element;
+  if (getScale() && !compatible(dim(getScale(), 0), dim(getWeight(), 0)))
+    return emitOpError() << "scale has " << dim(getScale(), 0)
+                         << " elements, expected one per output row ("
+                         << dim(getWeight(), 0) << ")";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,8 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 // nn.Linear layout [out, in].
 def Tfm_Activations : 3DTensorOf<[F32]>;
 def Tfm_Matrix : 2DTensorOf<[F32]>;
+// A linear layer's weight: float32, IEEE half, or int8 with per-row scales.
+def Tfm_LinearWeight : 2DTensorOf<[F32, F16, I8]>;
 def Tfm_Vector : 1DTensorOf<[F32]>;
 def Tfm_TokenIds : 2DTensorOf<[I32]>;
 def Tfm_Lengths : 1DTensorOf<[I32]>;
@@ -82,14 +84,39 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
         : tensor<?x?x64xf32>, tensor<128x64xf32>, tensor<128xf32>
           -> tensor<?x?x128xf32>
     ```
+
+    The weight may be stored in a smaller type (`tfm-quantize`); the
+    arithmetic stays float32 unless said otherwise:
+    * `f16`: IEEE half weights, widened to float32 in the kernel.
+    * `i8`: symmetric per-output-row quantization, `W[n, k] ≈ scale[n] ·
+      Wq[n, k]` with `Wq` in [-127, 127]; the `scale` operand (float32, one
+      per output row) is required. The kernel quantizes each input row
+      dynamically (symmetric, per row), multiplies in integers with int32
+      accumulation and dequantizes with both scales before the bias and the
+      activation.
+
+    ```mlir
+    %h = tfm.linear relu %x, %w1q, %b1 scale %s1
+        : tensor<?x?x64xf32>, tensor<128x64xi8>, tensor<128xf32>,
+          tensor<128xf32> -> tensor<?x?x128xf32>
+    ```
   }];
   let arguments = (ins Tfm_Activation:$activation, Tfm_Activations:$input,
-                       Tfm_Matrix:$weight, Tfm_Vector:$bias);
+                       Tfm_LinearWeight:$weight, Tfm_Vector:$bias,
+                       Optional<Tfm_Vector>:$scale);
   let results = (outs Tfm_Activations:$result);
   let assemblyFormat = [{
-    $activation $input `,` $weight `,` $bias attr-dict `:`
-    type($input) `,` type($weight) `,` type($bias) `->` type($result)
+    $activation $input `,` $weight `,` $bias (`scale` $scale^)? attr-dict `:`
+    type($input) `,` type($weight) `,` type($bias) (`,` type($scale)^)?
+    `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Activation":$activation, "Value":$input,
+                   "Value":$weight, "Value":$bias), [{
+      build($_builder, $_state, result, activation, input, weight, bias,
+            Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -41,4 +41,25 @@ def TfmMergeProjections : Pass<"tfm-merge-projections", "func::FuncOp"> {
   }];
 }
 
+def TfmQuantize : Pass<"tfm-quantize", "func::FuncOp"> {
+  let summary = "stores linear-layer weights as int8 (with scales) or float16";
+  let description = [{
+    Every `tfm.linear` whose weight is a function argument (`tfm.weight`)
+    used only as linear weights gets that argument's element type changed:
+    `i8` adds a float32 argument of one scale per output row, tagged
+    `tfm.weight_scale` with the weight's name, passed to the linears as
+    their `scale` operand; `f16` changes the type only. The runtime
+    quantizes (or converts) the float32 weights once at load, or takes
+    pre-quantized int8 tensors from the weights file. The output projection
+    (`linear.weight`) is included unless `output-projection=false`.
+    Embedding tables stay float32: a lookup reads one row per token.
+  }];
+  let options = [
+    Option<"computeType", "compute-type", "std::string", "\"int8\"",
+           "the weights' storage type: int8 or float16">,
+    Option<"outputProjection", "output-projection", "bool", "true",
+           "also quantize the output projection (linear.weight)">,
+  ];
+}
+
 #endif // DIALECTS_TFM_TRANSFORMS_PASSES_TD

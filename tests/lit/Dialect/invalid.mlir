@@ -239,3 +239,35 @@ func.func @slice_range(%x: tensor<?x?x8xf32>) {
   %s = tfm.slice %x[6] : tensor<?x?x8xf32> -> tensor<?x?x4xf32>
   return
 }
+
+// -----
+
+func.func @linear_i8_without_scale(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi8>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{an i8 weight needs a 'scale' operand}}
+  %h = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xi8>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scale_for_f16(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf16>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{a 'scale' operand is only for i8 weights, not 'f16'}}
+  %h = tfm.linear none %x, %w, %b scale %b : tensor<?x?x8xf32>, tensor<16x8xf16>, tensor<16xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scale_rows(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi8>, %b: tensor<16xf32>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{scale has 8 elements, expected one per output row (16)}}
+  %h = tfm.linear none %x, %w, %b scale %s : tensor<?x?x8xf32>, tensor<16x8xi8>, tensor<16xf32>, tensor<8xf32> -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_i4(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi4>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{operand #1 must be 2D tensor of 32-bit float or 16-bit float or 8-bit signless integer values}}
+  %h = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xi4>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return
+}
