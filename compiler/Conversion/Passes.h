@@ -27,6 +27,13 @@ void populateTfmToLibraryCallPatterns(TypeConverter &converter,
 
 /// Name of the runtime's linear-layer kernel (C interface).
 inline constexpr const char *kLinearKernel = "tfm_rt_linear";
+inline constexpr const char *kLinearF16Kernel = "tfm_rt_linear_f16";
+inline constexpr const char *kLinearI8Kernel = "tfm_rt_linear_i8";
+/// int8 linear layers quantize each input row to [-63, 63]: 7 bits, so that
+/// the unsigned-times-signed byte products of AVX2 kernels without VNNI
+/// (vpmaddubsw sums pairs into int16) can never saturate: 2 · 127 · 127 <
+/// 32767. The loop kernel uses the same levels so both paths agree.
+inline constexpr int kActivationLevels = 63;
 
 #define GEN_PASS_REGISTRATION
 #include "compiler/Conversion/Passes.h.inc"

@@ -51,13 +51,20 @@ std::optional<Stage> mlir::tfm::parseStage(llvm::StringRef name) {
 }
 
 void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
-                                    const PipelineOptions &) {
+                                    const PipelineOptions &options) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createTfmLowerMultiHeadAttention());
   fn.addPass(createTfmMergeProjections());
   fn.addPass(createTfmFuseResidualLayerNorm());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
+  // After merging, so a merged projection is quantized as one weight.
+  if (options.computeType != "float32") {
+    TfmQuantizeOptions quantize;
+    quantize.computeType = options.computeType;
+    quantize.outputProjection = options.quantizeOutputProjection;
+    fn.addPass(createTfmQuantize(quantize));
+  }
 }
 
 void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,

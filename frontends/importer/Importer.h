@@ -38,6 +38,8 @@ struct ImportOptions {
 
 /// Attribute names on function arguments and results.
 inline constexpr const char *kWeightAttr = "tfm.weight";
+/// Added by tfm-quantize: the per-row scales of the named int8 weight.
+inline constexpr const char *kWeightScaleAttr = "tfm.weight_scale";
 inline constexpr const char *kInputAttr = "tfm.input";
 inline constexpr const char *kCacheAttr = "tfm.cache";
 inline constexpr const char *kOutputAttr = "tfm.output";

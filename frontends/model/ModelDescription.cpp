@@ -444,7 +444,7 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   }
   r.checkKeys(*top, "",
               {"format", "version", "architecture", "source", "target",
-               "special_tokens", "weights"});
+               "special_tokens", "weights", "compute_type"});
   if (const json::Value *format = r.field(*top, "", "format")) {
     std::optional<StringRef> s = format->getAsString();
     if (!s || *s != "tfm-model")
@@ -472,10 +472,33 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   if (const json::Object *o = r.object(*top, "", "special_tokens"))
     readSpecialTokens(r, *o, desc.special);
   std::string weights = r.string(*top, "", "weights");
+  if (top->get("compute_type"))
+    desc.computeType = parseComputeType(
+        r.choice(*top, "", "compute_type", {"float32", "float16", "int8"}));
   if (r.failed())
     return r.takeError();
   desc.weightsPath = resolvePath(desc.directory, weights);
   return desc;
+}
+
+StringRef stringifyComputeType(ComputeType type) {
+  switch (type) {
+  case ComputeType::Float32:
+    return "float32";
+  case ComputeType::Float16:
+    return "float16";
+  case ComputeType::Int8:
+    return "int8";
+  }
+  llvm_unreachable("unknown compute type");
+}
+
+std::optional<ComputeType> parseComputeType(StringRef name) {
+  for (ComputeType t :
+       {ComputeType::Float32, ComputeType::Float16, ComputeType::Int8})
+    if (name == stringifyComputeType(t))
+      return t;
+  return std::nullopt;
 }
 
 Expected<ModelDescription> parseModelDescription(StringRef path) {

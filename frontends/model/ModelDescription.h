@@ -66,6 +66,14 @@ struct SpecialTokens {
   int64_t pad = 0, bos = 1, eos = 2, unk = 3;
 };
 
+/// How linear-layer weights are stored and multiplied: float32 as trained,
+/// float16 weights (float32 arithmetic), or int8 weights per output row with
+/// dynamically quantized inputs (docs/quantization.md).
+enum class ComputeType { Float32, Float16, Int8 };
+llvm::StringRef stringifyComputeType(ComputeType type);
+/// "float32", "float16" or "int8"; std::nullopt otherwise.
+std::optional<ComputeType> parseComputeType(llvm::StringRef name);
+
 struct ModelDescription {
   std::string jsonPath;  // as given
   std::string directory; // directory holding the JSON file
@@ -73,6 +81,8 @@ struct ModelDescription {
   SideSpec source, target;
   SpecialTokens special;
   std::string weightsPath; // absolute
+  /// The optional "compute_type" field: the default of --compute-type.
+  std::optional<ComputeType> computeType;
 };
 
 /// Parses and validates a model.json file (strict: unknown or missing fields,

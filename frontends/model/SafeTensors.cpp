@@ -95,6 +95,8 @@ int64_t dtypeSize(StringRef dtype) {
     return 4;
   if (dtype == "F16" || dtype == "BF16")
     return 2;
+  if (dtype == "I8")
+    return 1;
   return 0;
 }
 
@@ -307,7 +309,10 @@ SafeTensorsFile::open(StringRef path) {
     int64_t n = view.numElements();
     const char *src = bytes.data() + dataStart + e.begin;
     bool aligned = reinterpret_cast<uintptr_t>(src) % alignof(float) == 0;
-    if (e.dtype == "F32" && aligned && !sys::IsBigEndianHost) {
+    if (e.dtype == "I8") {
+      // Dequantized below, once every scale tensor has its view.
+      view.int8 = reinterpret_cast<const int8_t *>(src);
+    } else if (e.dtype == "F32" && aligned && !sys::IsBigEndianHost) {
       view.data = reinterpret_cast<const float *>(src);
     } else {
       auto storage = std::make_unique<float[]>(n);
@@ -330,6 +335,45 @@ SafeTensorsFile::open(StringRef path) {
     }
     impl.byName[view.name] = file->views.size();
     file->views.push_back(std::move(view));
+  }
+  // Pre-quantized weights: an I8 matrix W needs "W_scale", float32 with one
+  // scale per row; the float32 view holds scale[r] * W[r, c].
+  for (TensorView &view : file->views) {
+    if (view.dtype != "I8")
+      continue;
+    if (view.shape.size() != 2)
+      return fail(formatv("tensor '{0}': an I8 tensor must be a matrix "
+                          "(quantized per row), got shape {1}",
+                          view.name, formatShape(view.shape))
+                      .str());
+    std::string scaleName = view.name + "_scale";
+    auto it = impl.byName.find(scaleName);
+    if (it == impl.byName.end())
+      return fail(formatv("tensor '{0}' is I8 but there is no '{1}' (float32, "
+                          "one scale per row)",
+                          view.name, scaleName)
+                      .str());
+    const TensorView &scale = file->views[it->second];
+    if (scale.dtype != "F32" || scale.shape.size() != 1 ||
+        scale.shape[0] != view.shape[0])
+      return fail(formatv("tensor '{0}': expected F32 of shape [{1}] (one "
+                          "scale per row of '{2}'), got {3} of shape {4}",
+                          scaleName, view.shape[0], view.name, scale.dtype,
+                          formatShape(scale.shape))
+                      .str());
+    for (int64_t r = 0; r < view.shape[0]; ++r)
+      if (!std::isfinite(scale.data[r]) || scale.data[r] < 0)
+        return fail(formatv("tensor '{0}': element {1} is {2}; scales must "
+                            "be finite and not negative",
+                            scaleName, r, scale.data[r])
+                        .str());
+    int64_t n = view.numElements(), cols = view.shape[1];
+    auto storage = std::make_unique<float[]>(n);
+    for (int64_t i = 0; i < n; ++i)
+      storage[i] = scale.data[i / cols] * float(view.int8[i]);
+    view.data = storage.get();
+    view.int8Scales = scale.data;
+    impl.owned.push_back(std::move(storage));
   }
   impl.buffer = std::move(*buffer);
   return file;

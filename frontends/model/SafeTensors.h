@@ -16,12 +16,17 @@ namespace tfmc::frontend {
 /// A float32 view of one tensor. For F32 tensors `data` points into the
 /// memory-mapped file (zero copy; the file must be 4-byte aligned there,
 /// otherwise the tensor is copied); F16/BF16 tensors are converted on load
-/// into storage owned by the SafeTensorsFile.
+/// into storage owned by the SafeTensorsFile. An I8 matrix "W" is a
+/// pre-quantized weight: its companion "W_scale" (F32, one per row) is
+/// required, `data` holds the dequantized values and `int8`/`int8Scales`
+/// the stored ones (so int8 inference needs no re-quantization).
 struct TensorView {
   std::string name;
-  std::string dtype; // dtype as stored in the file: "F32", "F16", "BF16"
+  std::string dtype; // as stored in the file: "F32", "F16", "BF16", "I8"
   std::vector<int64_t> shape;
   const float *data = nullptr;
+  const int8_t *int8 = nullptr;
+  const float *int8Scales = nullptr;
   int64_t numElements() const;
 };
 

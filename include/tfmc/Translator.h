@@ -33,6 +33,12 @@ struct LoadOptions {
   std::string kernels;
   /// Threads for compiled code and oneDNN.
   int threads = 1;
+  /// How linear-layer weights are stored: "float32", "float16" or "int8"
+  /// (docs/quantization.md); "" takes the model file's "compute_type",
+  /// else float32. quantizeOutputProjection false keeps the output
+  /// projection in float32.
+  std::string computeType;
+  bool quantizeOutputProjection = true;
   /// Compiled-model cache: a directory, "" for the default
   /// ($TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc, ~/.cache/tfmc); useCache
   /// false neither reads nor writes it.

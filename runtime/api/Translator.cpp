@@ -122,6 +122,15 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   if (options.threads < 1)
     return error("threads must be at least 1");
   sessionOptions.threads = options.threads;
+  if (!options.computeType.empty()) {
+    sessionOptions.computeType =
+        frontend::parseComputeType(options.computeType);
+    if (!sessionOptions.computeType)
+      return error("compute type: expected 'float32', 'float16' or 'int8', "
+                   "got '" +
+                   options.computeType + "'");
+  }
+  sessionOptions.quantizeOutputProjection = options.quantizeOutputProjection;
   sessionOptions.teacherForcing = false;
   sessionOptions.encoderStates = options.encoderStates;
   sessionOptions.dumpDir = options.dumpDir;

@@ -17,9 +17,9 @@
 namespace tfmc::runtime {
 
 /// A memref descriptor as MLIR's LLVM lowering lays it out.
-template <int Rank> struct MemRefDescriptor {
-  float *allocated;
-  float *aligned;
+template <int Rank, typename T = float> struct MemRefDescriptor {
+  T *allocated;
+  T *aligned;
   int64_t offset;
   int64_t sizes[Rank];
   int64_t strides[Rank];
@@ -28,11 +28,21 @@ template <int Rank> struct MemRefDescriptor {
 /// Activation codes shared with the compiler's lowering (tfm::Activation).
 enum class KernelActivation : int32_t { None = 0, Relu = 1, Gelu = 2 };
 
+/// int8 linear layers quantize input rows to [-63, 63] (7 bits: AVX2's
+/// unsigned-by-signed byte products, summed in pairs into int16, cannot
+/// saturate). Must equal mlir::tfm::kActivationLevels (a unit test checks).
+constexpr int kActivationLevels = 63;
+
 /// Whether this build has library (oneDNN) kernels.
 bool haveLibraryKernels();
 
 /// Sets the threads library kernels may use (oneDNN's OpenMP pool).
 void setKernelThreads(int threads);
+
+/// Library kernels keep per-weight data (int8 weights reordered for the
+/// GEMM, their row sums) keyed by the weight's address; the owner of a
+/// weight buffer calls this before freeing it.
+void releaseKernelWeights(const void *weight);
 
 /// The first kernel failure since the last call, or "" (and clears it).
 std::string takeKernelError();

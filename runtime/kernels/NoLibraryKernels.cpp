@@ -12,3 +12,4 @@ std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   return bufferPoolSymbols();
 }
+void tfmc::runtime::releaseKernelWeights(const void *) {}

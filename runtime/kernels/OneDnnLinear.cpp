@@ -9,11 +9,27 @@
 // oneDNN's shared library scratchpad would tie a primitive to the thread
 // that created it).
 //
+// Reduced-precision weights (tfm-quantize):
+// * f16: the weight is widened to float32 per call into a per-thread buffer
+//   (F16C, N·K conversions against 2·M·N·K flops: a few percent from the
+//   16 rows where this kernel takes over) and run as above.
+// * i8: each input row is quantized to [-63, 63] and stored offset by 64 as
+//   u8 (Quantize.h); oneDNN's u8 x s8 -> s32 inner product runs on the
+//   weight reordered once into its preferred layout; the result is
+//   (acc - 64 · Σk W[n, k]) · xscale[m] · wscale[n] + b[n], then the
+//   activation. With u8 inputs below 128 the pairwise int16 sums of AVX2's
+//   vpmaddubsw cannot saturate, so the integers are exact.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/Quantize.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <immintrin.h>
+
+#include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,11 +45,49 @@ namespace {
 struct LinearKey {
   int64_t m, k, n;
   int32_t activation;
+  bool int8 = false;
   bool operator<(const LinearKey &o) const {
-    return std::tie(m, k, n, activation) <
-           std::tie(o.m, o.k, o.n, o.activation);
+    return std::tie(m, k, n, activation, int8) <
+           std::tie(o.m, o.k, o.n, o.activation, o.int8);
   }
 };
+
+/// An int8 weight in oneDNN's preferred layout, and its row sums.
+struct PackedInt8Weight {
+  dnnl::memory weights;
+  std::vector<int32_t> rowSums;
+};
+
+/// Exact erf-form GELU, as the loop kernels compute it.
+float activate(float v, int32_t activation) {
+  if (activation == static_cast<int32_t>(KernelActivation::Relu))
+    return v > 0 ? v : 0;
+  if (activation == static_cast<int32_t>(KernelActivation::Gelu))
+    return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752440f));
+  return v;
+}
+
+/// Widens n halves to floats (F16C where the CPU has it).
+__attribute__((target("avx,f16c"))) void widenF16C(const uint16_t *in,
+                                                   float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(in + i))));
+  for (; i < n; ++i)
+    out[i] = halfToFloat(in[i]);
+}
+
+void widenHalves(const uint16_t *in, float *out, int64_t n) {
+  // Every AVX2 processor has F16C (clang 14 cannot query "f16c" itself).
+  static const bool f16c = __builtin_cpu_supports("avx2");
+  if (f16c) {
+    widenF16C(in, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = halfToFloat(in[i]);
+}
 
 struct LinearPrimitive {
   dnnl::memory::desc src, weights, bias, dst, scratchpad;
@@ -81,6 +135,92 @@ public:
     }
   }
 
+  void linearF16(const MemRefDescriptor<3> &x,
+                 const MemRefDescriptor<2, uint16_t> &w,
+                 const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
+                 int32_t activation) {
+    int64_t n = w.sizes[0], k = w.sizes[1];
+    if (w.strides[1] != 1 || w.strides[0] != k) {
+      fail("tfm_rt_linear_f16: unexpected weight layout");
+      return;
+    }
+    thread_local std::vector<float> wide;
+    if (wide.size() < static_cast<size_t>(n * k))
+      wide.resize(n * k);
+    widenHalves(w.aligned + w.offset, wide.data(), n * k);
+    MemRefDescriptor<2> w32{wide.data(), wide.data(), 0, {n, k}, {k, 1}};
+    linear(x, w32, b, y, activation);
+  }
+
+  void linearI8(const MemRefDescriptor<3> &x,
+                const MemRefDescriptor<2, int8_t> &w,
+                const MemRefDescriptor<1> &wScale,
+                const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
+                int32_t activation) {
+    int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+    if (m == 0)
+      return;
+    if (!contiguous(x) || !contiguous(y) || w.strides[1] != 1 ||
+        w.strides[0] != k || w.sizes[1] != k || y.sizes[2] != n ||
+        b.strides[0] != 1 || wScale.strides[0] != 1) {
+      fail("tfm_rt_linear_i8: unexpected operand layout");
+      return;
+    }
+    try {
+      const int8_t *weight = w.aligned + w.offset;
+      const LinearPrimitive &p = primitive({m, k, n, 0, /*int8=*/true});
+      const PackedInt8Weight &packed = packInt8(weight, n, k, p.weights);
+      // Quantize the rows; store q + 64 as u8.
+      thread_local std::vector<int8_t> q;
+      thread_local std::vector<float> rowScales;
+      thread_local std::vector<int32_t> acc;
+      q.resize(m * k);
+      rowScales.resize(m);
+      acc.resize(m * n);
+      const float *in = x.aligned + x.offset;
+      for (int64_t r = 0; r < m; ++r) {
+        int8_t *row = q.data() + r * k;
+        rowScales[r] =
+            quantizeActivationRow(in + r * k, k, kActivationLevels, row);
+        for (int64_t i = 0; i < k; ++i)
+          row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
+      }
+      dnnl::memory src(p.src, engine, q.data());
+      dnnl::memory dst(p.dst, engine, acc.data());
+      thread_local std::vector<char> scratch;
+      if (scratch.size() < p.scratchpad.get_size())
+        scratch.resize(p.scratchpad.get_size());
+      dnnl::memory scratchpad(p.scratchpad, engine, scratch.data());
+      dnnl::stream &stream = threadStream();
+      p.primitive.execute(stream, {{DNNL_ARG_SRC, src},
+                                   {DNNL_ARG_WEIGHTS, packed.weights},
+                                   {DNNL_ARG_DST, dst},
+                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+      stream.wait();
+      const float *scales = wScale.aligned + wScale.offset;
+      const float *bias = b.aligned + b.offset;
+      float *out = y.aligned + y.offset;
+      const int32_t offset = kActivationLevels + 1;
+      for (int64_t r = 0; r < m; ++r) {
+        const int32_t *a = acc.data() + r * n;
+        float *o = out + r * n;
+        for (int64_t j = 0; j < n; ++j) {
+          int32_t exact = a[j] - offset * packed.rowSums[j];
+          float v = static_cast<float>(exact) * (rowScales[r] * scales[j]) +
+                    bias[j];
+          o[j] = activate(v, activation);
+        }
+      }
+    } catch (const dnnl::error &e) {
+      fail(std::string("oneDNN: ") + e.what());
+    }
+  }
+
+  void release(const void *weight) {
+    std::lock_guard<std::mutex> lock(mutex);
+    packedInt8.erase(weight);
+  }
+
   void fail(const std::string &message) {
     std::lock_guard<std::mutex> lock(mutex);
     if (error.empty())
@@ -109,6 +249,36 @@ private:
            d.strides[0] == d.sizes[1] * d.sizes[2];
   }
 
+  /// The int8 weight in the layout `layout` (what the primitive chose for
+  /// it) and its row sums, made on first use.
+  const PackedInt8Weight &packInt8(const int8_t *weight, int64_t n, int64_t k,
+                                   const dnnl::memory::desc &layout) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::deque<PackedInt8Weight> &copies = packedInt8[weight];
+    for (const PackedInt8Weight &c : copies)
+      if (c.weights.get_desc() == layout)
+        return c;
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    PackedInt8Weight packed;
+    packed.weights = dnnl::memory(layout, engine);
+    dnnl::memory plain({{n, k}, dt::s8, tag::oi}, engine,
+                       const_cast<int8_t *>(weight));
+    dnnl::stream stream(engine);
+    dnnl::reorder(plain, packed.weights).execute(stream, plain, packed.weights);
+    stream.wait();
+    packed.rowSums.resize(n);
+    for (int64_t r = 0; r < n; ++r) {
+      int32_t sum = 0;
+      for (int64_t c = 0; c < k; ++c)
+        sum += weight[r * k + c];
+      packed.rowSums[r] = sum;
+    }
+    // A deque keeps references to earlier copies valid.
+    copies.push_back(std::move(packed));
+    return copies.back();
+  }
+
   const LinearPrimitive &primitive(const LinearKey &key) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
@@ -117,6 +287,20 @@ private:
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     LinearPrimitive p;
+    if (key.int8) {
+      p.src = dnnl::memory::desc({key.m, key.k}, dt::u8, tag::ab);
+      p.weights = dnnl::memory::desc({key.n, key.k}, dt::s8, tag::any);
+      p.dst = dnnl::memory::desc({key.m, key.n}, dt::s32, tag::ab);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::inner_product_forward::desc desc(
+          dnnl::prop_kind::forward_inference, p.src, p.weights, p.dst);
+      dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine);
+      p.weights = pd.weights_desc();
+      p.scratchpad = pd.scratchpad_desc();
+      p.primitive = dnnl::inner_product_forward(pd);
+      return cache.emplace(key, std::move(p)).first->second;
+    }
     p.src = dnnl::memory::desc({key.m, key.k}, dt::f32, tag::ab);
     // An inner product takes W in PyTorch's [N, K] ("oi") layout as is.
     p.weights = dnnl::memory::desc({key.n, key.k}, dt::f32, tag::oi);
@@ -145,6 +329,7 @@ private:
   dnnl::engine engine;
   std::mutex mutex;
   std::map<LinearKey, LinearPrimitive> cache;
+  std::map<const void *, std::deque<PackedInt8Weight>> packedInt8;
   std::string error;
 };
 
@@ -156,6 +341,25 @@ extern "C" void _mlir_ciface_tfm_rt_linear(MemRefDescriptor<3> *x,
                                            MemRefDescriptor<3> *y,
                                            int32_t activation) {
   OneDnn::get().linear(*x, *w, *b, *y, activation);
+}
+
+extern "C" void
+_mlir_ciface_tfm_rt_linear_f16(MemRefDescriptor<3> *x,
+                               MemRefDescriptor<2, uint16_t> *w,
+                               MemRefDescriptor<1> *b, MemRefDescriptor<3> *y,
+                               int32_t activation) {
+  OneDnn::get().linearF16(*x, *w, *b, *y, activation);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_i8(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, int8_t> *w,
+    MemRefDescriptor<1> *scale, MemRefDescriptor<1> *b, MemRefDescriptor<3> *y,
+    int32_t activation) {
+  OneDnn::get().linearI8(*x, *w, *scale, *b, *y, activation);
+}
+
+void tfmc::runtime::releaseKernelWeights(const void *weight) {
+  OneDnn::get().release(weight);
 }
 
 bool tfmc::runtime::haveLibraryKernels() { return true; }
@@ -172,5 +376,11 @@ std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   auto symbols = bufferPoolSymbols();
   symbols.emplace_back("_mlir_ciface_tfm_rt_linear",
                        reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_f16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_f16));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_i8",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_i8));
   return symbols;
 }

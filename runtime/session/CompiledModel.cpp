@@ -55,6 +55,7 @@ describeArguments(mlir::func::FuncOp func) {
     bool tagged = false;
     for (auto [attr, kind] :
          {std::pair{frontend::kWeightAttr, ArgSpec::Kind::Weight},
+          std::pair{frontend::kWeightScaleAttr, ArgSpec::Kind::WeightScale},
           std::pair{frontend::kInputAttr, ArgSpec::Kind::Input},
           std::pair{frontend::kCacheAttr, ArgSpec::Kind::Cache},
           std::pair{frontend::kOutputAttr, ArgSpec::Kind::Output}}) {
@@ -73,8 +74,11 @@ describeArguments(mlir::func::FuncOp func) {
       spec.element = ArgSpec::Element::Index;
     } else {
       auto memref = mlir::cast<mlir::MemRefType>(type);
-      spec.element = memref.getElementType().isF32() ? ArgSpec::Element::F32
-                                                     : ArgSpec::Element::I32;
+      mlir::Type element = memref.getElementType();
+      spec.element = element.isF32()          ? ArgSpec::Element::F32
+                     : element.isF16()        ? ArgSpec::Element::F16
+                     : element.isInteger(8)   ? ArgSpec::Element::I8
+                                              : ArgSpec::Element::I32;
       for (int64_t d : memref.getShape())
         spec.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
     }
@@ -88,8 +92,9 @@ describeArguments(mlir::func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 
 static constexpr const char *kKindNames[] = {"weight", "input", "cache",
-                                             "output"};
-static constexpr const char *kElementNames[] = {"f32", "i32", "index"};
+                                             "output", "weight_scale"};
+static constexpr const char *kElementNames[] = {"f32", "i32", "index", "f16",
+                                                "i8"};
 
 static std::string writeMetadata(const std::vector<CompiledFunction> &fns) {
   llvm::json::Array functions;
@@ -219,7 +224,12 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
      << "\n"
      << "kernels: " << (options.useLibraryKernels ? "library" : "loops")
      << ", library from " << pipeline.libraryMinRows << " rows\n"
-     << "compute type: float32\n"
+     << "compute type: " << frontend::stringifyComputeType(options.computeType)
+     << (options.computeType != frontend::ComputeType::Float32 &&
+                 !options.quantizeOutputProjection
+             ? " (output projection float32)"
+             : "")
+     << "\n"
      << "target: " << mlir::tfm::hostTargetDescription() << "\n";
   return key;
 }
@@ -274,6 +284,9 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   using mlir::tfm::Stage;
   mlir::tfm::PipelineOptions pipeline;
   pipeline.useLibraryCalls = options.useLibraryKernels;
+  pipeline.computeType =
+      frontend::stringifyComputeType(options.computeType).str();
+  pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
   pipeline.timing = options.timing;
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))

@@ -26,8 +26,9 @@ namespace tfmc::runtime {
 
 /// One argument of a compiled function, in call order.
 struct ArgSpec {
-  enum class Kind { Weight, Input, Cache, Output };
-  enum class Element { F32, I32, Index };
+  /// WeightScale: the per-row scales of the int8 weight `name`.
+  enum class Kind { Weight, Input, Cache, Output, WeightScale };
+  enum class Element { F32, I32, Index, F16, I8 };
   Kind kind;
   Element element;
   std::string name;
@@ -57,6 +58,11 @@ struct CompileOptions {
   /// encode_states: the encoder output (tfmc encode). Encoder-only models
   /// have nothing else.
   bool encoderStates = false;
+  /// Storage of linear-layer weights (tfm-quantize); the runtime converts
+  /// the float32 weights once at load.
+  frontend::ComputeType computeType = frontend::ComputeType::Float32;
+  /// With float16/int8: the output projection too.
+  bool quantizeOutputProjection = true;
   /// Compiled-model cache directory; empty: no cache. A hit loads the
   /// object without running any MLIR pass or LLVM optimisation; a miss
   /// compiles and stores it. Cache problems are warnings on stderr.

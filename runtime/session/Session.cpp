@@ -49,34 +49,18 @@ struct Session::Frames {
   }
 };
 
-/// Binds weights (packed ones built once into `packed`: a merged
-/// projection's weight "a|b|c" is the parts' rows one after another) and
-/// the positional table.
-static void bindConstants(CallFrame &frame, const frontend::Model &model,
-                          const std::vector<float> &positionalTable,
-                          std::map<std::string, std::vector<float>> &packed) {
-  const frontend::Architecture &arch = model.desc.arch;
+/// Binds the weights (as the store holds them) and the positional table.
+static void bindConstants(CallFrame &frame, const WeightStore &weights,
+                          const frontend::Architecture &arch,
+                          const std::vector<float> &positionalTable) {
   for (size_t i = 0; i < frame.function().args.size(); ++i) {
     const ArgSpec &arg = frame.function().args[i];
-    if (arg.kind == ArgSpec::Kind::Weight &&
-        arg.name.find('|') != std::string::npos) {
-      std::vector<float> &data = packed[arg.name];
-      if (data.empty()) {
-        llvm::SmallVector<llvm::StringRef> parts;
-        llvm::StringRef(arg.name).split(parts, '|');
-        for (llvm::StringRef part : parts) {
-          const frontend::TensorView &w = model.weight(part);
-          data.insert(data.end(), w.data, w.data + w.numElements());
-        }
-      }
-      frame.bind(static_cast<int>(i), data.data(), arg.shape);
-    } else if (arg.kind == ArgSpec::Kind::Weight) {
-      const frontend::TensorView &w = model.weight(arg.name);
-      frame.bind(static_cast<int>(i), w.data, w.shape);
-    } else if (arg.name == "positional_table") {
+    if (arg.kind == ArgSpec::Kind::Weight ||
+        arg.kind == ArgSpec::Kind::WeightScale)
+      frame.bind(static_cast<int>(i), weights.data(arg), arg.shape);
+    else if (arg.name == "positional_table")
       frame.bind(static_cast<int>(i), positionalTable.data(),
                  {arch.maxLen, arch.dModel});
-    }
   }
 }
 
@@ -113,6 +97,10 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   compileOptions.teacherForcing = options.teacherForcing;
   compileOptions.encoderStates =
       options.encoderStates || m.desc.arch.encoderOnly();
+  session->computeType = options.computeType.value_or(
+      m.desc.computeType.value_or(frontend::ComputeType::Float32));
+  compileOptions.computeType = session->computeType;
+  compileOptions.quantizeOutputProjection = options.quantizeOutputProjection;
   compileOptions.cacheDir = options.cacheDir;
   compileOptions.refreshCache = options.refreshCache;
   compileOptions.timing = options.timing;
@@ -127,6 +115,12 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   std::optional<mlir::TimingScope> bindTiming;
   if (options.timing)
     bindTiming.emplace(options.timing->nest("bind weights"));
+  session->weightStore = std::make_unique<WeightStore>(m);
+  for (const char *name :
+       {"encode", "decode_step", "forward", "encode_states"})
+    if (const CompiledFunction *f = session->compiledModel->function(name))
+      if (llvm::Error e = session->weightStore->prepare(*f))
+        return std::move(e);
   // One set of call frames per worker thread (row-parallel decoding) to
   // begin with; concurrent callers get more on demand.
   session->threads = std::max(options.threads, 1);
@@ -152,7 +146,7 @@ Session::Frames &Session::acquireFrames() {
   for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(), fr.forward.get(),
                        fr.encodeStates.get()})
     if (f)
-      bindConstants(*f, loaded, positionalTable, packedWeights);
+      bindConstants(*f, *weightStore, loaded.desc.arch, positionalTable);
   return fr;
 }
 

@@ -7,6 +7,7 @@
 #include "runtime/decoding/IncrementalDecoder.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
+#include "runtime/session/WeightStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -36,6 +37,11 @@ struct SessionOptions {
   /// Compile what encode() needs (the encoder output alone). Encoder-only
   /// models have nothing else: translation and teacherForcing do not apply.
   bool encoderStates = false;
+  /// Storage of linear-layer weights; unset: the model file's
+  /// "compute_type", else float32. With float16/int8,
+  /// quantizeOutputProjection says whether the output projection is too.
+  std::optional<frontend::ComputeType> computeType;
+  bool quantizeOutputProjection = true;
   /// Compiled-model cache directory (empty: none) and whether to recompile
   /// over an existing entry; see CompileOptions.
   std::string cacheDir;
@@ -137,8 +143,9 @@ private:
   frontend::Model loaded;
   std::unique_ptr<CompiledModel> compiledModel;
   std::vector<float> positionalTable;
-  /// Weights of merged projections, concatenated once ("a|b|c").
-  std::map<std::string, std::vector<float>> packedWeights;
+  /// Weights as the compiled functions take them (packed, converted).
+  std::unique_ptr<WeightStore> weightStore;
+  frontend::ComputeType computeType = frontend::ComputeType::Float32;
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int threads = 1;
   /// Call frames (weights bound), one set per concurrent caller or worker

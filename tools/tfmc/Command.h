@@ -56,6 +56,28 @@ private:
   llvm::cl::opt<std::string> value;
 };
 
+/// `--compute-type float32|float16|int8` and
+/// `--quantize-output-projection`, registered on one subcommand.
+class ComputeTypeOptions {
+public:
+  ComputeTypeOptions(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  /// The type asked for; unset (the model file's "compute_type", else
+  /// float32) when the option is not given; an error for an unknown name.
+  llvm::Expected<std::optional<frontend::ComputeType>> type() const;
+  /// The type in effect for `model`.
+  llvm::Expected<frontend::ComputeType>
+  resolve(const frontend::ModelDescription &model) const;
+  bool outputProjection() const { return quantizeOutputProjection; }
+  /// The option's text ("" when not given), for tfmc::LoadOptions.
+  const std::string &name() const { return value; }
+  /// Fills the session's compute-type fields; false after printing an error.
+  bool apply(runtime::SessionOptions &options) const;
+
+private:
+  llvm::cl::opt<std::string> value;
+  llvm::cl::opt<bool> quantizeOutputProjection;
+};
+
 /// `--cache-dir DIR` and `--no-cache`, registered on one subcommand.
 class CacheOptions {
 public:

@@ -40,7 +40,8 @@ public:
                            "compiled-model cache and print the entry's path "
                            "(no IR is printed)"),
                   cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
+        timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -59,8 +60,13 @@ public:
       return fail(loaded.takeError());
     if (cacheOnly)
       return fillCache(std::move(*loaded), *library);
+    auto type = computeType.resolve(loaded->desc);
+    if (!type)
+      return fail(type.takeError());
     mlir::tfm::PipelineOptions pipeline;
     pipeline.useLibraryCalls = *library;
+    pipeline.computeType = frontend::stringifyComputeType(*type).str();
+    pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();
     auto text = mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
     if (!text)
@@ -83,6 +89,8 @@ private:
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
     options.teacherForcing = false;
+    if (!computeType.apply(options))
+      return 1;
     options.cacheDir = dir;
     options.timing = timing.root();
     auto session = runtime::Session::open(std::move(loaded), options);
@@ -98,6 +106,7 @@ private:
   cl::opt<std::string> model, output, dumpIR, emit;
   cl::opt<bool> cacheOnly;
   KernelsOption kernels;
+  ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
 };

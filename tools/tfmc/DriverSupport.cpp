@@ -52,6 +52,53 @@ llvm::Expected<bool> KernelsOption::useLibrary() const {
   return value == "library";
 }
 
+ComputeTypeOptions::ComputeTypeOptions(cl::SubCommand &sub,
+                                       cl::OptionCategory &cat)
+    : value("compute-type",
+            cl::desc("How linear-layer weights are stored: 'float32', "
+                     "'float16' (half weights, float32 arithmetic) or 'int8' "
+                     "(per-row int8 weights, dynamically quantized inputs); "
+                     "default: the model file's \"compute_type\", else "
+                     "float32"),
+            cl::value_desc("TYPE"), cl::init(""), cl::sub(sub), cl::cat(cat)),
+      quantizeOutputProjection(
+          "quantize-output-projection",
+          cl::desc("With float16/int8, store the output projection that way "
+                   "too (default true; =false keeps it float32)"),
+          cl::init(true), cl::sub(sub), cl::cat(cat)) {}
+
+llvm::Expected<std::optional<frontend::ComputeType>>
+ComputeTypeOptions::type() const {
+  if (value.empty())
+    return std::nullopt;
+  if (auto t = frontend::parseComputeType(value))
+    return t;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "--compute-type: expected 'float32', "
+                                 "'float16' or 'int8', got '" +
+                                     value + "'");
+}
+
+llvm::Expected<frontend::ComputeType>
+ComputeTypeOptions::resolve(const frontend::ModelDescription &model) const {
+  auto t = type();
+  if (!t)
+    return t.takeError();
+  return t->value_or(
+      model.computeType.value_or(frontend::ComputeType::Float32));
+}
+
+bool ComputeTypeOptions::apply(runtime::SessionOptions &options) const {
+  auto t = type();
+  if (!t) {
+    fail(t.takeError());
+    return false;
+  }
+  options.computeType = *t;
+  options.quantizeOutputProjection = quantizeOutputProjection;
+  return true;
+}
+
 CacheOptions::CacheOptions(cl::SubCommand &sub, cl::OptionCategory &cat)
     : dir("cache-dir",
           cl::desc("Compiled-model cache directory (default: "

@@ -37,7 +37,8 @@ public:
         dumpIR("dump-ir",
                cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
+        timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -57,6 +58,8 @@ public:
       return fail(srcFile + ": no source lines");
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
+    if (!computeType.apply(sessionOptions))
+      return 1;
     sessionOptions.dumpDir = dumpIR;
     sessionOptions.translation = false;
     sessionOptions.teacherForcing = false;
@@ -86,6 +89,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, dumpIR;
   KernelsOption kernels;
+  ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
 };

@@ -41,7 +41,8 @@ public:
                       "vocabulary"),
              cl::value_desc("KIND"), cl::init("logits"), cl::sub(sub),
              cl::cat(cat)),
-        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
+        timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -90,6 +91,8 @@ public:
                         .str());
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
+    if (!computeType.apply(sessionOptions))
+      return 1;
     sessionOptions.translation = false;
     auto session =
         openSessionTimed(std::move(*loaded), sessionOptions, cache, timing);
@@ -110,6 +113,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, tgtFile, head;
   KernelsOption kernels;
+  ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
 };

@@ -41,7 +41,7 @@ public:
                      cl::init(256), cl::sub(sub), cl::cat(cat)),
         threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
                 cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), cache(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), cache(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -59,6 +59,8 @@ public:
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
     load.threads = threads;
+    load.computeType = computeType.name();
+    load.quantizeOutputProjection = computeType.outputProjection();
     load.cacheDir = cache.directory();
     load.useCache = !load.cacheDir.empty();
     load.requireDecoder = true;
@@ -93,6 +95,7 @@ private:
   cl::opt<int> port, maxBatch, maxQueue, batchWindow, maxRequest, maxSentences,
       threads;
   KernelsOption kernels;
+  ComputeTypeOptions computeType;
   CacheOptions cache;
 };
 

@@ -123,7 +123,8 @@ public:
                  cl::desc("An updating progress line and a final summary "
                           "on stderr (default when stderr is a terminal)"),
                  cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
+        timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -192,6 +193,8 @@ public:
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
     load.threads = threads;
+    load.computeType = computeType.name();
+    load.quantizeOutputProjection = computeType.outputProjection();
     load.dumpDir = dumpIR;
     load.cacheDir = cache.directory();
     load.useCache = !load.cacheDir.empty();
@@ -322,6 +325,7 @@ private:
   cl::opt<std::string> shard;
   cl::opt<bool> strict, progress;
   KernelsOption kernels;
+  ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
 };

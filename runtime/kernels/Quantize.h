@@ -1,0 +1,45 @@
+//===- Quantize.h - int8 and float16 conversions of weights/activations -*- C++ -*-===//
+//
+// The numeric rules of tfmc's reduced-precision compute types, shared by
+// the weight store (once, at load) and the library kernels (per call):
+// * int8 weights: symmetric per output row, scale = max|w| / 127,
+//   q = round-half-even(w / scale) in [-127, 127]; an all-zero row has scale 0.
+// * int8 activations: symmetric per row to [-levels, levels] with levels =
+//   kActivationLevels (63, see KernelAbi.h), computed as
+//   q = round-half-even(x · (levels / max|x|)), scale = max|x| / levels.
+// * float16: IEEE binary16, round to nearest even; values beyond its range
+//   are refused by the caller, never turned into infinities silently.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_QUANTIZE_H
+#define RUNTIME_KERNELS_QUANTIZE_H
+
+#include <cstdint>
+#include <vector>
+
+namespace tfmc::runtime {
+
+/// A [rows, cols] matrix quantized per row: W[r, c] ≈ scales[r] · values[r, c].
+struct QuantizedMatrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+};
+
+QuantizedMatrix quantizeRows(const float *w, int64_t rows, int64_t cols);
+
+/// Quantizes one activation row of `n` values to [-levels, levels] into
+/// `q`; returns the row's scale (0 for an all-zero row).
+float quantizeActivationRow(const float *x, int64_t n, int levels, int8_t *q);
+
+/// float32 -> IEEE half bits (round to nearest even; overflow gives
+/// infinity, NaN stays NaN) and back.
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
+
+/// The largest finite float16 value.
+constexpr float kHalfMax = 65504.0f;
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_QUANTIZE_H

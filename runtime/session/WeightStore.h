@@ -1,0 +1,60 @@
+//===- WeightStore.h - weights in the form compiled code takes ---*- C++ -*-===//
+//
+// Compiled functions take their weights as arguments named after tensors
+// (ArgSpec). Float32 weights are the model's views (memory-mapped, zero
+// copy); a merged projection "a|b|c" is its parts' rows concatenated;
+// float16 and int8 arguments (tfm-quantize) are converted once here:
+// int8 per output row (runtime/kernels/Quantize.h), or taken as stored when
+// the weights file holds pre-quantized I8 tensors. Built before any call,
+// then read-only: every call frame of every thread binds the same data.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_SESSION_WEIGHTSTORE_H
+#define RUNTIME_SESSION_WEIGHTSTORE_H
+
+#include "frontends/model/Model.h"
+#include "runtime/session/CompiledModel.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tfmc::runtime {
+
+class WeightStore {
+public:
+  explicit WeightStore(const frontend::Model &model) : model(model) {}
+  ~WeightStore();
+  WeightStore(const WeightStore &) = delete;
+  WeightStore &operator=(const WeightStore &) = delete;
+
+  /// Builds what the weight arguments of `fn` need (once per name). Fails
+  /// when a weight does not fit float16.
+  llvm::Error prepare(const CompiledFunction &fn);
+  /// The data of weight (or weight-scale) argument `arg`; prepared first.
+  const void *data(const ArgSpec &arg) const;
+  /// Bytes held in converted or packed copies (not the mapped file).
+  int64_t ownedBytes() const;
+
+private:
+  struct Int8Weight {
+    const int8_t *values = nullptr;
+    const float *scales = nullptr;
+    std::vector<int8_t> ownedValues;
+    std::vector<float> ownedScales;
+  };
+  /// float32 rows of "a|b|c" concatenated (a plain name: the view's data).
+  std::vector<const frontend::TensorView *> parts(llvm::StringRef name) const;
+
+  const frontend::Model &model;
+  std::map<std::string, std::vector<float>> packed;
+  std::map<std::string, std::vector<uint16_t>> halves;
+  std::map<std::string, Int8Weight> int8;
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_WEIGHTSTORE_H
