@@ -310,3 +310,50 @@ TEST_F(SafeTensorsTest, OverlappingTensors) {
 }
 
 } // namespace
+
+namespace {
+
+std::string i8Bytes(const std::vector<int8_t> &v) {
+  return std::string(reinterpret_cast<const char *>(v.data()), v.size());
+}
+
+TEST_F(SafeTensorsTest, PreQuantizedI8WithScales) {
+  std::unique_ptr<SafeTensorsFile> file = openOk(safeTensorsBytes(
+      {{"w", "I8", {2, 3}, i8Bytes({127, -127, 0, 1, 2, -3})},
+       {"w_scale", "F32", {2}, f32Bytes({0.5f, 0.25f})}}));
+  ASSERT_TRUE(file);
+  const TensorView *w = file->find("w");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->dtype, "I8");
+  ASSERT_TRUE(w->int8 && w->int8Scales && w->data);
+  EXPECT_EQ(w->int8[1], -127);
+  EXPECT_EQ(w->int8Scales[1], 0.25f);
+  // float32 view: scale[row] * value.
+  std::vector<float> want = {63.5f, -63.5f, 0.0f, 0.25f, 0.5f, -0.75f};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(w->data[i], want[i]) << i;
+}
+
+TEST_F(SafeTensorsTest, I8NeedsItsScales) {
+  EXPECT_EQ(openErrorBody(safeTensorsBytes(
+                {{"w", "I8", {2, 2}, i8Bytes({1, 2, 3, 4})}})),
+            "tensor 'w' is I8 but there is no 'w_scale' (float32, one scale "
+            "per row)");
+  EXPECT_EQ(
+      openErrorBody(safeTensorsBytes(
+          {{"w", "I8", {2, 2}, i8Bytes({1, 2, 3, 4})},
+           {"w_scale", "F32", {3}, f32Bytes({1, 1, 1})}})),
+      "tensor 'w_scale': expected F32 of shape [2] (one scale per row of 'w'), "
+      "got F32 of shape [3]");
+  EXPECT_EQ(openErrorBody(safeTensorsBytes(
+                {{"w", "I8", {4}, i8Bytes({1, 2, 3, 4})}})),
+            "tensor 'w': an I8 tensor must be a matrix (quantized per row), "
+            "got shape [4]");
+  EXPECT_EQ(openErrorBody(safeTensorsBytes(
+                {{"w", "I8", {1, 2}, i8Bytes({1, 2})},
+                 {"w_scale", "F32", {1}, f32Bytes({-1.0f})}})),
+            "tensor 'w_scale': element 0 is -1.00; scales must be finite and "
+            "not negative");
+}
+
+} // namespace

@@ -1,0 +1,118 @@
+//===- QuantizeTest.cpp - int8 and float16 conversions --------------------===//
+#include "compiler/Conversion/Passes.h"
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/Quantize.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+TEST(Quantize, ActivationLevelsAgreeBetweenCompilerAndRuntime) {
+  EXPECT_EQ(kActivationLevels, mlir::tfm::kActivationLevels);
+  // u8 inputs (q + levels + 1) times s8 weights, summed in pairs into
+  // int16 by AVX2's vpmaddubsw, must not saturate.
+  EXPECT_LE(2 * (2 * kActivationLevels + 1) * 127, 32767);
+}
+
+TEST(Quantize, RowScalesAreMaxAbsOver127) {
+  std::vector<float> w = {0.5f, -1.0f, 0.25f, 0.0f,   // max 1
+                          2.0f, 3.0f,  -6.35f, 0.01f}; // max 6.35
+  QuantizedMatrix q = quantizeRows(w.data(), 2, 4);
+  ASSERT_EQ(q.scales.size(), 2u);
+  EXPECT_FLOAT_EQ(q.scales[0], 1.0f / 127);
+  EXPECT_FLOAT_EQ(q.scales[1], 6.35f / 127);
+  // The largest magnitude maps to ±127 exactly; others round to nearest.
+  EXPECT_EQ(q.values[1], -127);
+  EXPECT_EQ(q.values[6], -127);
+  EXPECT_EQ(q.values[0], 64); // 63.5 rounds half to even
+  EXPECT_EQ(q.values[2], 32); // 31.75
+  EXPECT_EQ(q.values[3], 0);
+  EXPECT_EQ(q.values[4], 40);
+  EXPECT_EQ(q.values[5], 60);
+  EXPECT_EQ(q.values[7], 0); // 0.2 rounds to 0
+}
+
+TEST(Quantize, RoundTripErrorIsAtMostHalfAStep) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 0.3f);
+  int64_t rows = 64, cols = 97;
+  std::vector<float> w(rows * cols);
+  for (float &v : w)
+    v = dist(rng);
+  QuantizedMatrix q = quantizeRows(w.data(), rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float back = q.scales[r] * q.values[r * cols + c];
+      EXPECT_LE(std::fabs(back - w[r * cols + c]), 0.5f * q.scales[r] * 1.0001f);
+      EXPECT_GE(q.values[r * cols + c], -127);
+      EXPECT_LE(q.values[r * cols + c], 127);
+    }
+}
+
+TEST(Quantize, ZeroRowsHaveZeroScaleAndValues) {
+  std::vector<float> w(2 * 5, 0.0f);
+  w[7] = -0.0f;
+  QuantizedMatrix q = quantizeRows(w.data(), 2, 5);
+  EXPECT_EQ(q.scales[0], 0.0f);
+  EXPECT_EQ(q.scales[1], 0.0f);
+  for (int8_t v : q.values)
+    EXPECT_EQ(v, 0);
+  std::vector<int8_t> a(5, 1);
+  EXPECT_EQ(quantizeActivationRow(w.data(), 5, kActivationLevels, a.data()),
+            0.0f);
+  for (int8_t v : a)
+    EXPECT_EQ(v, 0);
+}
+
+TEST(Quantize, ActivationsSaturateAtTheLevels) {
+  // The row's largest magnitude maps to ±levels; nothing lies beyond.
+  std::vector<float> x = {1e30f, -1e30f, 5e29f, 1.0f};
+  std::vector<int8_t> q(4);
+  float scale =
+      quantizeActivationRow(x.data(), 4, kActivationLevels, q.data());
+  EXPECT_FLOAT_EQ(scale, 1e30f / kActivationLevels);
+  EXPECT_EQ(q[0], kActivationLevels);
+  EXPECT_EQ(q[1], -kActivationLevels);
+  EXPECT_EQ(q[2], 32); // 31.5 rounds half to even
+  EXPECT_EQ(q[3], 0);
+}
+
+TEST(Quantize, HalfRoundTripsEveryHalfValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f = halfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(f)))) << h;
+      continue;
+    }
+    EXPECT_EQ(floatToHalf(f), h) << "half 0x" << std::hex << h;
+  }
+}
+
+TEST(Quantize, HalfRoundsToNearestEven) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3C00);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // rounds up to infinity
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(1e10f), 0x7C00);
+  EXPECT_EQ(floatToHalf(-1e10f), 0xFC00);
+  // 1 + 2^-11 is halfway between 1 and the next half: ties to even (1).
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even 0
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -30)), 0x0000);
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(floatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_TRUE(std::isnan(
+      halfToFloat(floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+} // namespace
