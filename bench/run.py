@@ -128,6 +128,9 @@ def main():
                    help="batch sizes of the beam rows ('' to skip)")
     p.add_argument("--skip-sorted", action="store_true",
                    help="skip the sorted-vs-input-order row")
+    p.add_argument("--compute-types", default="float32,float16,int8",
+                   help="tfmc --compute-type values of the greedy rows (float32 first: "
+                        "the others are reported relative to it)")
     args = p.parse_args()
 
     tfmc = os.path.join(ROOT, "build", "bin", "tfmc")
@@ -158,24 +161,28 @@ def main():
             inp = os.path.join(args.work, f"src-{n}.ids")
             with open(src) as f, open(inp, "w") as g:
                 g.writelines(f.readlines()[:n])
-            _, err, rss = run([tfmc, "translate", os.path.join(model_dir, "model.json"), "--ids",
-                               "-i", inp, "--min-length", str(args.steps), "--max-length",
-                               str(args.steps), "--max-length-factor", "0", "--batch-size",
-                               str(batch), "--threads", str(threads), "--stats"])
-            tokens, load, jit, enc, dec, tps = tfmc_stats(err)
-            row = dict(batch=batch, threads=threads, tfmc=float(tps), load=float(load),
-                       jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
-                       step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
+            pt = None
             if not args.skip_pytorch:
                 out, _, prss = run([PY, os.path.join(ROOT, "bench", "pytorch_eager.py"), "--model",
                                     model_dir, "--src", inp, "--batch-size", str(batch),
                                     "--steps", str(args.steps), "--threads", str(threads)])
                 pt = json.loads(out)
-                row.update(torch=pt["tokens_per_s"], torch_rss=prss)
-            rows.append(row)
-            print(f"bench: batch {batch} threads {threads}: tfmc {row['tfmc']:.1f} tok/s"
-                  + (f", pytorch {row['torch']:.1f} tok/s" if "torch" in row else ""),
-                  file=sys.stderr)
+            for ct in args.compute_types.split(","):
+                _, err, rss = run([tfmc, "translate", os.path.join(model_dir, "model.json"), "--ids",
+                                   "-i", inp, "--min-length", str(args.steps), "--max-length",
+                                   str(args.steps), "--max-length-factor", "0", "--batch-size",
+                                   str(batch), "--threads", str(threads), "--compute-type", ct,
+                                   "--stats"])
+                tokens, load, jit, enc, dec, tps = tfmc_stats(err)
+                row = dict(batch=batch, threads=threads, ct=ct, tfmc=float(tps), load=float(load),
+                           jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
+                           step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
+                if pt:
+                    row.update(torch=pt["tokens_per_s"], torch_rss=prss)
+                rows.append(row)
+                print(f"bench: batch {batch} threads {threads} {ct}: tfmc {row['tfmc']:.1f} tok/s"
+                      + (f", pytorch {row['torch']:.1f} tok/s" if "torch" in row else ""),
+                      file=sys.stderr)
 
     print(f"\nbase model, {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
           f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
@@ -184,20 +191,28 @@ def main():
         print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
               f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s")
     print()
-    print("| batch | threads | tfmc tok/s | PyTorch tok/s | ratio | tfmc GFLOP/s (% sgemm) | "
-          "step ms (bound ms) | encoder ms/batch | tfmc peak RSS MB | PyTorch RSS MB | load+JIT s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("float16 streams half the weight bytes of float32, int8 a quarter (plus "
+          "per-row scales); the bound column scales accordingly.\n")
+    print("| batch | threads | compute type | tfmc tok/s | vs float32 | PyTorch tok/s | ratio | "
+          "tfmc GFLOP/s (% sgemm) | step ms (bound ms) | encoder ms/batch | tfmc peak RSS MB | "
+          "PyTorch RSS MB | load+JIT s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base = {(r["batch"], r["threads"]): r["tfmc"] for r in rows if r["ct"] == "float32"}
+    bytes_per = {"float32": 1.0, "float16": 0.5, "int8": 0.25}
     for r in rows:
         lim = limits.get(r["threads"], {})
         gf = r["tfmc"] * fpt / 1e9
         peak = f"{gf:.1f} ({100 * gf / lim['sgemm_gflops']:.0f}%)" if lim else f"{gf:.1f}"
-        bound = f"{1000 * wbytes / (lim['read_gbs'] * 1e9):.2f}" if lim and r["batch"] == 1 else "-"
+        wb = wbytes * bytes_per.get(r["ct"], 1.0)
+        bound = f"{1000 * wb / (lim['read_gbs'] * 1e9):.2f}" if lim and r["batch"] == 1 else "-"
         torch_tps = f"{r['torch']:.1f}" if "torch" in r else "-"
         ratio = f"{r['tfmc'] / r['torch']:.2f}" if "torch" in r else "-"
         torch_rss = f"{r['torch_rss']:.0f}" if "torch_rss" in r else "-"
-        print(f"| {r['batch']} | {r['threads']} | {r['tfmc']:.1f} | {torch_tps} | {ratio} | {peak} | "
-              f"{r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | {r['rss']:.0f} | {torch_rss} | "
-              f"{r['load']:.1f} |")
+        f32 = base.get((r["batch"], r["threads"]))
+        vs = f"{r['tfmc'] / f32:.2f}" if f32 else "-"
+        print(f"| {r['batch']} | {r['threads']} | {r['ct']} | {r['tfmc']:.1f} | {vs} | {torch_tps} | "
+              f"{ratio} | {peak} | {r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | "
+              f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |")
 
 
     model = os.path.join(model_dir, "model.json")

@@ -46,10 +46,13 @@ public:
   PyTranslator(const std::string &model, const std::string &computeType,
                int threads, const std::string &kernels,
                const std::string &cacheDir, bool useCache) {
-    if (computeType != "float32")
-      throw py::value_error("compute_type: only 'float32' is supported, got '" +
+    if (!computeType.empty() && computeType != "float32" &&
+        computeType != "float16" && computeType != "int8")
+      throw py::value_error("compute_type: expected 'float32', 'float16' or "
+                            "'int8', got '" +
                             computeType + "'");
     tfmc::LoadOptions load;
+    load.computeType = computeType;
     load.threads = threads;
     load.kernels = kernels;
     load.cacheDir = cacheDir;
@@ -151,11 +154,12 @@ PYBIND11_MODULE(_tfmc, m) {
   py::class_<PyTranslator>(m, "Translator")
       .def(py::init<const std::string &, const std::string &, int,
                     const std::string &, const std::string &, bool>(),
-           py::arg("model"), py::arg("compute_type") = "float32",
+           py::arg("model"), py::arg("compute_type") = "",
            py::arg("threads") = 1, py::arg("kernels") = "",
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
            "Loads and compiles MODEL.json (through the compiled-model "
-           "cache).")
+           "cache). compute_type: 'float32', 'float16' or 'int8' ('' = the "
+           "model file's compute_type, else float32).")
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,
