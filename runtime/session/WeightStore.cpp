@@ -14,9 +14,10 @@ using namespace tfmc;
 using namespace tfmc::runtime;
 
 WeightStore::~WeightStore() {
-  // Library kernels keep reordered copies keyed by these addresses.
-  for (auto &entry : int8)
-    releaseKernelWeights(entry.second.values);
+  // Library kernels keep packed or reordered copies keyed by the addresses
+  // of the weights they were given.
+  for (const void *weight : bound)
+    releaseKernelWeights(weight);
 }
 
 std::vector<const frontend::TensorView *>
@@ -98,6 +99,9 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
                                      arg.name.c_str());
     }
   }
+  for (const ArgSpec &arg : fn.args)
+    if (arg.kind == ArgSpec::Kind::Weight)
+      bound.insert(data(arg));
   for (const ArgSpec &arg : fn.args)
     if (arg.kind == ArgSpec::Kind::WeightScale && !int8.count(arg.name))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ private:
   std::map<std::string, std::vector<float>> packed;
   std::map<std::string, std::vector<uint16_t>> halves;
   std::map<std::string, Int8Weight> int8;
+  /// Every weight address handed out (released from the kernels' caches).
+  std::set<const void *> bound;
 };
 
 } // namespace tfmc::runtime

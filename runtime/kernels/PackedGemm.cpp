@@ -1,0 +1,166 @@
+//===- PackedGemm.cpp - small-M linear layers on pre-packed weights -------===//
+#include "runtime/kernels/PackedGemm.h"
+
+#include "runtime/kernels/KernelAbi.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace tfmc::runtime;
+using namespace tfmc::runtime::packed;
+
+bool packed::availableOnThisCpu() {
+  // Every AVX2 processor has F16C (clang 14 cannot query "f16c" itself).
+  static const bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+}
+
+namespace {
+
+int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+template <typename T>
+void packInto(const T *w, int64_t n, int64_t k, std::vector<T> &out) {
+  out.assign(panels(n) * kPanel * k, T(0));
+  for (int64_t row = 0; row < n; ++row) {
+    T *panel = out.data() + (row / kPanel) * kPanel * k;
+    int64_t j = row % kPanel;
+    for (int64_t c = 0; c < k; ++c)
+      panel[c * kPanel + j] = w[row * k + c];
+  }
+}
+
+/// The two 8-wide halves of panel row `c` as floats.
+template <bool Half>
+__attribute__((target("avx2,fma,f16c"))) inline void
+loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
+  if constexpr (Half) {
+    const uint16_t *p = static_cast<const uint16_t *>(panel) + c * kPanel;
+    lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    hi = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)));
+  } else {
+    const float *p = static_cast<const float *>(panel) + c * kPanel;
+    lo = _mm256_loadu_ps(p);
+    hi = _mm256_loadu_ps(p + 8);
+  }
+}
+
+/// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
+/// start from the bias, the k loop streams the panel once.
+template <int Rows, bool Half>
+__attribute__((target("avx2,fma,f16c"))) void
+tile(const float *x, int64_t k, const void *panel, const float *bias16,
+     float *out16, int64_t ldy) {
+  __m256 lo[Rows], hi[Rows];
+  __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
+  for (int r = 0; r < Rows; ++r) {
+    lo[r] = b0;
+    hi[r] = b1;
+  }
+  for (int64_t c = 0; c < k; ++c) {
+    __m256 w0, w1;
+    loadPanelRow<Half>(panel, c, w0, w1);
+    for (int r = 0; r < Rows; ++r) {
+      __m256 a = _mm256_broadcast_ss(x + r * k + c);
+      lo[r] = _mm256_fmadd_ps(a, w0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(a, w1, hi[r]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    _mm256_storeu_ps(out16 + r * ldy, lo[r]);
+    _mm256_storeu_ps(out16 + r * ldy + 8, hi[r]);
+  }
+}
+
+template <bool Half>
+__attribute__((target("avx2,fma,f16c"))) void
+run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
+    float *y, int32_t activation) {
+  const int64_t n = w.n, k = w.k, np = panels(n);
+  const size_t panelElements = kPanel * k;
+  // Tiles write 16 columns: the last panel of a width that is not a
+  // multiple of 16 goes through a scratch row block.
+  alignas(32) float scratch[6 * kPanel];
+  alignas(32) float biasTail[kPanel] = {};
+  for (int64_t p = 0; p < np; ++p) {
+    const void *panel = Half ? static_cast<const void *>(w.f16.data() +
+                                                         p * panelElements)
+                             : static_cast<const void *>(w.f32.data() +
+                                                         p * panelElements);
+    int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
+    const float *b = bias + col;
+    if (width < kPanel) {
+      std::memcpy(biasTail, b, width * sizeof(float));
+      b = biasTail;
+    }
+    for (int64_t r = 0; r < m;) {
+      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      bool full = width == kPanel;
+      float *out = full ? y + r * n + col : scratch;
+      int64_t ld = full ? n : kPanel;
+      const float *xr = x + r * k;
+      switch (rows) {
+      case 6:
+        tile<6, Half>(xr, k, panel, b, out, ld);
+        break;
+      case 4:
+        tile<4, Half>(xr, k, panel, b, out, ld);
+        break;
+      case 2:
+        tile<2, Half>(xr, k, panel, b, out, ld);
+        break;
+      default:
+        tile<1, Half>(xr, k, panel, b, out, ld);
+        break;
+      }
+      if (!full)
+        for (int i = 0; i < rows; ++i)
+          std::memcpy(y + (r + i) * n + col, scratch + i * kPanel,
+                      width * sizeof(float));
+      r += rows;
+    }
+  }
+  if (activation == static_cast<int32_t>(KernelActivation::Relu)) {
+    const __m256 zero = _mm256_setzero_ps();
+    int64_t total = m * n, i = 0;
+    for (; i + 8 <= total; i += 8)
+      _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(y + i), zero));
+    for (; i < total; ++i)
+      y[i] = y[i] > 0 ? y[i] : 0.0f;
+  } else if (activation == static_cast<int32_t>(KernelActivation::Gelu)) {
+    for (int64_t i = 0; i < m * n; ++i)
+      y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752440f));
+  }
+}
+
+} // namespace
+
+PackedWeight packed::pack(const float *w, int64_t n, int64_t k) {
+  PackedWeight p;
+  p.n = n;
+  p.k = k;
+  packInto(w, n, k, p.f32);
+  return p;
+}
+
+PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
+  PackedWeight p;
+  p.n = n;
+  p.k = k;
+  p.half = true;
+  packInto(w, n, k, p.f16);
+  return p;
+}
+
+void packed::linear(const float *x, int64_t m, const PackedWeight &w,
+                    const float *bias, float *y, int32_t activation) {
+  if (w.half)
+    run<true>(x, m, w, bias, y, activation);
+  else
+    run<false>(x, m, w, bias, y, activation);
+}

@@ -1,0 +1,46 @@
+//===- PackedGemm.h - small-M linear layers on pre-packed weights -*- C++ -*-===//
+//
+// y[M, N] = act(x[M, K] · Wᵀ + b) for the decoder's few rows (M up to a
+// few dozen), where oneDNN 2.6's AVX2 sgemm reaches only about half of its
+// large-matrix rate on these shapes. The weight is packed once into panels
+// of 16 output columns, k-major inside a panel (panel p holds W[16p + j, k]
+// at [k·16 + j]), so a register tile of up to 6 rows × 16 columns streams
+// one contiguous panel: 12 FMAs per k for 2 vector loads and 6 broadcasts.
+// float16 weights are packed as halves and widened in the kernel (F16C),
+// which halves the bytes streamed. Needs AVX2 + FMA (+ F16C); callers
+// check availableOnThisCpu() and fall back to oneDNN otherwise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_PACKEDGEMM_H
+#define RUNTIME_KERNELS_PACKEDGEMM_H
+
+#include <cstdint>
+#include <vector>
+
+namespace tfmc::runtime::packed {
+
+/// Output columns per panel.
+constexpr int64_t kPanel = 16;
+
+bool availableOnThisCpu();
+
+/// A weight in panel layout; the last panel is zero-padded.
+struct PackedWeight {
+  int64_t n = 0, k = 0;
+  bool half = false;
+  std::vector<float> f32;
+  std::vector<uint16_t> f16;
+};
+
+/// Packs W ([n, k], row-major) as float32 or, from IEEE-half bits, as halves.
+PackedWeight pack(const float *w, int64_t n, int64_t k);
+PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
+
+/// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
+/// KernelActivation.
+void linear(const float *x, int64_t m, const PackedWeight &w,
+            const float *bias, float *y, int32_t activation);
+
+} // namespace tfmc::runtime::packed
+
+#endif // RUNTIME_KERNELS_PACKEDGEMM_H
