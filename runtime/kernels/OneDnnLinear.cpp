@@ -366,12 +366,13 @@ private:
            d.strides[0] == d.sizes[1] * d.sizes[2];
   }
 
-  /// Up to this many rows, float32 and float16 layers run the packed-panel
-  /// kernel (single-threaded: with more kernel threads oneDNN's parallel
-  /// GEMM runs instead). Measured on the base model's decoder shapes, one
-  /// thread: 70 GFLOP/s at 16 rows and 87 at 64 where oneDNN's inner
-  /// product reaches 45-75 (bench/README.md).
-  static constexpr int64_t kPackedMaxRows = 64;
+  /// Up to this many rows (decoder steps, beam batches), float32 and
+  /// float16 layers run the packed-panel kernel (single-threaded: with
+  /// more kernel threads oneDNN's parallel GEMM runs instead). Measured on
+  /// the base model's decoder shapes, one thread: 70 GFLOP/s at 16 rows
+  /// and 87 at 64 where oneDNN's inner product reaches 45-75; beam 4 on the
+  /// bundled model (128 rows) 4.89 -> 4.63 s with 256 rather than 64.
+  static constexpr int64_t kPackedMaxRows = 256;
 
   static bool usePacked(int64_t m) {
     return m <= kPackedMaxRows && packed::availableOnThisCpu() &&
