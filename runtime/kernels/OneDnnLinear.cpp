@@ -270,19 +270,28 @@ public:
     }
     try {
       const int8_t *weight = w.aligned + w.offset;
-      const LinearPrimitive &p = primitive({m, k, n, 0, /*int8=*/true});
-      const PackedInt8Weight &packed = packInt8(weight, n, k, p.weights);
-      // Quantize the rows; store q + 64 as u8.
+      bool usePanels = usePacked(m);
+      const packed::PackedWeight *panels =
+          usePanels ? &packedInt8Panels(weight, n, k) : nullptr;
+      const LinearPrimitive *p =
+          usePanels ? nullptr : &primitive({m, k, n, 0, /*int8=*/true});
+      const PackedInt8Weight *reordered =
+          usePanels ? nullptr : &packInt8(weight, n, k, p->weights);
+      const int32_t *rowSums =
+          usePanels ? panels->rowSums.data() : reordered->rowSums.data();
+      // Quantize the rows; store q + 64 as u8 (rows kPadded apart for the
+      // panel kernel, whose padding bytes meet zero weights).
+      int64_t ldq = usePanels ? panels->kPadded : k;
       thread_local std::vector<int8_t> q;
       thread_local std::vector<float> rowScales;
       thread_local std::vector<int32_t> acc;
-      q.resize(m * k);
+      q.assign(m * ldq, 0);
       rowScales.resize(m);
       acc.resize(m * n);
       const float *in = x.aligned + x.offset;
       bool avx2 = haveAvx2();
       for (int64_t r = 0; r < m; ++r) {
-        int8_t *row = q.data() + r * k;
+        int8_t *row = q.data() + r * ldq;
         if (avx2) {
           rowScales[r] = quantizeRowU8Avx2(in + r * k, k,
                                            reinterpret_cast<uint8_t *>(row));
@@ -293,18 +302,23 @@ public:
         for (int64_t i = 0; i < k; ++i)
           row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
       }
-      dnnl::memory src(p.src, engine, q.data());
-      dnnl::memory dst(p.dst, engine, acc.data());
-      thread_local std::vector<char> scratch;
-      if (scratch.size() < p.scratchpad.get_size())
-        scratch.resize(p.scratchpad.get_size());
-      dnnl::memory scratchpad(p.scratchpad, engine, scratch.data());
-      dnnl::stream &stream = threadStream();
-      p.primitive.execute(stream, {{DNNL_ARG_SRC, src},
-                                   {DNNL_ARG_WEIGHTS, packed.weights},
-                                   {DNNL_ARG_DST, dst},
-                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
-      stream.wait();
+      if (usePanels) {
+        packed::int8Products(reinterpret_cast<const uint8_t *>(q.data()), m,
+                             *panels, acc.data());
+      } else {
+        dnnl::memory src(p->src, engine, q.data());
+        dnnl::memory dst(p->dst, engine, acc.data());
+        thread_local std::vector<char> scratch;
+        if (scratch.size() < p->scratchpad.get_size())
+          scratch.resize(p->scratchpad.get_size());
+        dnnl::memory scratchpad(p->scratchpad, engine, scratch.data());
+        dnnl::stream &stream = threadStream();
+        p->primitive.execute(stream, {{DNNL_ARG_SRC, src},
+                                      {DNNL_ARG_WEIGHTS, reordered->weights},
+                                      {DNNL_ARG_DST, dst},
+                                      {DNNL_ARG_SCRATCHPAD, scratchpad}});
+        stream.wait();
+      }
       const float *scales = wScale.aligned + wScale.offset;
       const float *bias = b.aligned + b.offset;
       float *out = y.aligned + y.offset;
@@ -316,12 +330,12 @@ public:
         float *o = out + r * n;
         if (vectorEpilogue) {
           dequantizeRowAvx2(
-              a, packed.rowSums.data(), offset, rowScales[r], scales, bias, o,
+              a, rowSums, offset, rowScales[r], scales, bias, o,
               n, activation == static_cast<int32_t>(KernelActivation::Relu));
           continue;
         }
         for (int64_t j = 0; j < n; ++j) {
-          int32_t exact = a[j] - offset * packed.rowSums[j];
+          int32_t exact = a[j] - offset * rowSums[j];
           float v = static_cast<float>(exact) * (rowScales[r] * scales[j]) +
                     bias[j];
           o[j] = activate(v, activation);
@@ -386,11 +400,23 @@ private:
     std::lock_guard<std::mutex> lock(mutex);
     std::deque<packed::PackedWeight> &copies = packedPanels[weight];
     for (const packed::PackedWeight &c : copies)
-      if (c.n == n && c.k == k && c.half == half)
+      if (c.n == n && c.k == k && c.half == half && !c.int8)
         return c;
     copies.push_back(
         half ? packed::packHalves(static_cast<const uint16_t *>(weight), n, k)
              : packed::pack(static_cast<const float *>(weight), n, k));
+    return copies.back();
+  }
+
+  /// The int8 weight in the panel kernel's layout, packed on first use.
+  const packed::PackedWeight &packedInt8Panels(const int8_t *weight,
+                                               int64_t n, int64_t k) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::deque<packed::PackedWeight> &copies = packedPanels[weight];
+    for (const packed::PackedWeight &c : copies)
+      if (c.n == n && c.k == k && c.int8)
+        return c;
+    copies.push_back(packed::packInt8(weight, n, k));
     return copies.back();
   }
 

@@ -138,7 +138,86 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
   }
 }
 
+/// Rows x 16 int32 sums over the k groups of one int8 panel.
+template <int Rows>
+__attribute__((target("avx2"))) void tileInt8(const uint8_t *x, int64_t ldx,
+                                              const int8_t *panel,
+                                              int64_t groups, int32_t *out16,
+                                              int64_t ldy) {
+  __m256i lo[Rows], hi[Rows];
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < Rows; ++r)
+    lo[r] = hi[r] = _mm256_setzero_si256();
+  for (int64_t g = 0; g < groups; ++g) {
+    __m256i w0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * 64));
+    __m256i w1 = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i *>(panel + g * 64 + 32));
+    for (int r = 0; r < Rows; ++r) {
+      int32_t four;
+      std::memcpy(&four, x + r * ldx + g * 4, sizeof(four));
+      __m256i a = _mm256_set1_epi32(four);
+      lo[r] = _mm256_add_epi32(
+          lo[r], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w0), ones));
+      hi[r] = _mm256_add_epi32(
+          hi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w1), ones));
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out16 + r * ldy), lo[r]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out16 + r * ldy + 8),
+                        hi[r]);
+  }
+}
+
 } // namespace
+
+PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
+  PackedWeight p;
+  p.n = n;
+  p.k = k;
+  p.int8 = true;
+  p.kPadded = (k + 3) / 4 * 4;
+  p.i8.assign(panels(n) * kPanel * p.kPadded, 0);
+  p.rowSums.assign(n, 0);
+  for (int64_t row = 0; row < n; ++row) {
+    int8_t *panel = p.i8.data() + (row / kPanel) * kPanel * p.kPadded;
+    int64_t j = row % kPanel;
+    for (int64_t c = 0; c < k; ++c) {
+      panel[(c / 4) * 64 + j * 4 + c % 4] = w[row * k + c];
+      p.rowSums[row] += w[row * k + c];
+    }
+  }
+  return p;
+}
+
+void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                          int32_t *acc) {
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panels(n);
+  alignas(32) int32_t scratch[4 * kPanel];
+  for (int64_t p = 0; p < np; ++p) {
+    const int8_t *panel = w.i8.data() + p * kPanel * kp;
+    int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
+    bool full = width == kPanel;
+    for (int64_t r = 0; r < m;) {
+      int rows = m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      int32_t *out = full ? acc + r * n + col : scratch;
+      int64_t ld = full ? n : kPanel;
+      const uint8_t *xr = xq + r * kp;
+      if (rows == 4)
+        tileInt8<4>(xr, kp, panel, groups, out, ld);
+      else if (rows == 2)
+        tileInt8<2>(xr, kp, panel, groups, out, ld);
+      else
+        tileInt8<1>(xr, kp, panel, groups, out, ld);
+      if (!full)
+        for (int i = 0; i < rows; ++i)
+          std::memcpy(acc + (r + i) * n + col, scratch + i * kPanel,
+                      width * sizeof(int32_t));
+      r += rows;
+    }
+  }
+}
 
 PackedWeight packed::pack(const float *w, int64_t n, int64_t k) {
   PackedWeight p;

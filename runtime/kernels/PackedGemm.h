@@ -7,8 +7,11 @@
 // at [k·16 + j]), so a register tile of up to 6 rows × 16 columns streams
 // one contiguous panel: 12 FMAs per k for 2 vector loads and 6 broadcasts.
 // float16 weights are packed as halves and widened in the kernel (F16C),
-// which halves the bytes streamed. Needs AVX2 + FMA (+ F16C); callers
-// check availableOnThisCpu() and fall back to oneDNN otherwise.
+// which halves the bytes streamed. int8 weights are packed in groups of 4
+// consecutive k per column (panel p, group g: 16 columns × 4 bytes) for
+// vpmaddubsw on unsigned 7-bit inputs (exact, see Quantize.h), then
+// vpmaddwd into int32. Needs AVX2 + FMA (+ F16C); callers check
+// availableOnThisCpu() and fall back to oneDNN otherwise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMM_H
@@ -24,17 +27,29 @@ constexpr int64_t kPanel = 16;
 
 bool availableOnThisCpu();
 
-/// A weight in panel layout; the last panel is zero-padded.
+/// A weight in panel layout; the last panel (and, for int8, k up to a
+/// multiple of 4) is zero-padded.
 struct PackedWeight {
   int64_t n = 0, k = 0;
-  bool half = false;
+  bool half = false, int8 = false;
   std::vector<float> f32;
   std::vector<uint16_t> f16;
+  std::vector<int8_t> i8;
+  /// int8: k rounded up to a multiple of 4, and Σk W[n, k] per column.
+  int64_t kPadded = 0;
+  std::vector<int32_t> rowSums;
 };
 
 /// Packs W ([n, k], row-major) as float32 or, from IEEE-half bits, as halves.
 PackedWeight pack(const float *w, int64_t n, int64_t k);
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
+
+PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
+
+/// acc[m, n] = Σk xq[m, k] · W[n, k] in int32, xq unsigned bytes below 128
+/// with rows `kPadded` apart (the padding bytes' values do not matter).
+void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                  int32_t *acc);
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
 /// KernelActivation.

@@ -1,0 +1,105 @@
+//===- PackedGemmTest.cpp - the packed-panel kernels against plain loops --===//
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/Quantize.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+// Widths that are not multiples of the 16-column panel or of 4 (int8 k
+// groups); every row count from 1 to 13 exercises the 6/4/2/1-row tiles.
+struct Shape {
+  int64_t n, k;
+};
+const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}};
+
+TEST(PackedGemm, Float32AndFloat16MatchPlainLoops) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (Shape s : kShapes)
+    for (int64_t m = 1; m <= 13; ++m)
+      for (bool half : {false, true})
+        for (int32_t act : {0, 1, 2}) {
+          std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n), y(m * s.n);
+          for (float &v : x)
+            v = dist(rng);
+          for (float &v : w)
+            v = dist(rng);
+          for (float &v : b)
+            v = dist(rng);
+          std::vector<uint16_t> halves(w.size());
+          if (half)
+            for (size_t i = 0; i < w.size(); ++i) {
+              halves[i] = floatToHalf(w[i]);
+              w[i] = halfToFloat(halves[i]); // what the kernel multiplies
+            }
+          packed::PackedWeight pw =
+              half ? packed::packHalves(halves.data(), s.n, s.k)
+                   : packed::pack(w.data(), s.n, s.k);
+          packed::linear(x.data(), m, pw, b.data(), y.data(), act);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t c = 0; c < s.n; ++c) {
+              double want = b[c];
+              for (int64_t i = 0; i < s.k; ++i)
+                want += double(x[r * s.k + i]) * w[c * s.k + i];
+              if (act == 1)
+                want = std::max(want, 0.0);
+              else if (act == 2)
+                want = 0.5 * want * (1 + std::erf(want / std::sqrt(2.0)));
+              EXPECT_NEAR(y[r * s.n + c], want, 1e-4 * (1 + std::fabs(want)))
+                  << "n " << s.n << " k " << s.k << " m " << m << " half "
+                  << half << " act " << act << " at " << r << "," << c;
+            }
+        }
+}
+
+TEST(PackedGemm, Int8ProductsAreExact) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(5);
+  // Extremes included: inputs up to 127 (q + 64 for q = 63) times weights
+  // of ±127 are the largest pair sums vpmaddubsw sees.
+  std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
+  std::uniform_int_distribution<int> ws(-127, 127);
+  for (Shape s : kShapes)
+    for (int64_t m = 1; m <= 9; ++m) {
+      std::vector<int8_t> w(s.n * s.k);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = static_cast<int8_t>(i % 7 == 0 ? 127 : i % 11 == 0 ? -127
+                                                                  : ws(rng));
+      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
+      ASSERT_EQ(pw.kPadded % 4, 0);
+      std::vector<uint8_t> x(m * pw.kPadded, 0xAB); // padding: any value
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t i = 0; i < s.k; ++i)
+          x[r * pw.kPadded + i] =
+              static_cast<uint8_t>(i % 5 == 0 ? 2 * kActivationLevels + 1
+                                              : xs(rng));
+      std::vector<int32_t> acc(m * s.n);
+      packed::int8Products(x.data(), m, pw, acc.data());
+      for (int64_t c = 0; c < s.n; ++c) {
+        int32_t sum = 0;
+        for (int64_t i = 0; i < s.k; ++i)
+          sum += w[c * s.k + i];
+        EXPECT_EQ(pw.rowSums[c], sum);
+      }
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < s.n; ++c) {
+          int32_t want = 0;
+          for (int64_t i = 0; i < s.k; ++i)
+            want += int32_t(x[r * pw.kPadded + i]) * w[c * s.k + i];
+          EXPECT_EQ(acc[r * s.n + c], want)
+              << "n " << s.n << " k " << s.k << " m " << m;
+        }
+    }
+}
+
+} // namespace
