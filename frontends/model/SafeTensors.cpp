@@ -173,7 +173,7 @@ public:
       return failTensor(name, "dtype must be a string, got " + describe(dtype));
     if (dtypeSize(*dtypeName) == 0)
       return failTensor(name, "unsupported dtype '" + *dtypeName +
-                                  "' (expected F32, F16 or BF16)");
+                                  "' (expected F32, F16, BF16 or I8)");
     e.dtype = dtypeName->str();
 
     const json::Value &shape = *obj->get("shape");

@@ -37,6 +37,7 @@ std::unique_ptr<Command> createCompileCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createTranslateCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createForwardCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createEncodeCommand(llvm::cl::OptionCategory &cat);
+std::unique_ptr<Command> createQuantizeCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createScoreCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
 

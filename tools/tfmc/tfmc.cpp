@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
   std::unique_ptr<Command> commands[] = {
       createCompileCommand(category), createTranslateCommand(category),
       createForwardCommand(category), createEncodeCommand(category),
-      createScoreCommand(category), createServeCommand(category)};
+      createScoreCommand(category), createServeCommand(category),
+      createQuantizeCommand(category)};
   cl::HideUnrelatedOptions(category);
   // llvm::cl's own complaints (unknown options, bad values, missing
   // arguments) become one "error:" line like every other error.

@@ -235,7 +235,7 @@ TEST_F(SafeTensorsTest, EntryFields) {
 TEST_F(SafeTensorsTest, UnsupportedDtype) {
   EXPECT_EQ(openErrorBody(
                 safeTensorsBytes({{"x", "I64", {1}, std::string(8, '\0')}})),
-            "tensor 'x': unsupported dtype 'I64' (expected F32, F16 or BF16)");
+            "tensor 'x': unsupported dtype 'I64' (expected F32, F16, BF16 or I8)");
   EXPECT_EQ(
       openErrorBody(safeTensorsRaw(oneTensorHeader("{\"dtype\":4,\"shape\":[1],"
                                                    "\"data_offsets\":[0,4]}"),
