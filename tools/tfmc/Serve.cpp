@@ -49,6 +49,8 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
+    if (auto type = computeType.type(); !type)
+      return fail(type.takeError());
     if (port < 0 || port > 65535)
       return fail("--port must be 0 to 65535");
     if (maxBatch < 1 || maxQueue < 0 || batchWindow < 0 || maxRequest < 1 ||

@@ -132,6 +132,8 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
+    if (auto type = computeType.type(); !type)
+      return fail(type.takeError());
     if (batchSize < 1)
       return fail("--batch-size must be at least 1");
     if (maxLength < 1)
