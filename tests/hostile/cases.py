@@ -15,7 +15,7 @@ import struct
 
 from hostile import (Case, DELETE, base, copy, edit_bytes, lines_out, mkdir,
                      model_error, nested, ok, option_error, remove, replace,
-                     set_field, st_convert, st_header, st_header_text,
+                     set_field, st_convert, st_header, st_header_text, st_int8,
                      st_length, st_tensor, truncate, vocab_lines, write,
                      zhen)
 
@@ -294,6 +294,30 @@ case("st-f16", "safetensors: valid variants", [base(), st_convert("F16"), BASE_T
      TRANSLATE, lines_out(3))
 case("st-bf16", "safetensors: valid variants", [base(), st_convert("BF16"), BASE_TEXT],
      TRANSLATE, lines_out(3))
+
+# Pre-quantized weights (I8 + _scale): valid on every compute type, and each
+# way of breaking the pair is an error naming the tensor.
+case("st-i8-weight", "safetensors: valid variants",
+     [base(), st_int8("linear.weight"), BASE_TEXT], TRANSLATE, lines_out(3))
+case("st-i8-weight-int8", "safetensors: valid variants",
+     [base(), st_int8("linear.weight"), BASE_TEXT], translate("--compute-type", "int8"),
+     lines_out(3))
+for name, edit, subs in [
+    ("st-i8-no-scale", st_int8("linear.weight", drop_scale=True),
+     ["tensor 'linear.weight' is I8 but there is no 'linear.weight_scale'"]),
+    ("st-i8-scale-shape", st_int8("linear.weight", scales=lambda s: s[:40]),
+     ["'linear.weight_scale': expected F32 of shape [41]"]),
+    ("st-i8-scale-dtype", st_int8("linear.weight", scale_dtype="I8", scale_shape=[164]),
+     ["'linear.weight_scale': expected F32 of shape [41]", "got I8"]),
+    ("st-i8-negative-scale", st_int8("linear.weight", scales=lambda s: [-1.0] + s[1:]),
+     ["'linear.weight_scale': element 0 is -1", "finite and not negative"]),
+    ("st-i8-nan-scale", st_int8("linear.weight", scales=lambda s: s[:3] + [float("nan")] + s[4:]),
+     ["'linear.weight_scale': element 3 is nan"]),
+    ("st-i8-vector", st_int8("linear.weight", flat=True),
+     ["'linear.weight': an I8 tensor must be a matrix"]),
+]:
+    case(name, "safetensors: pre-quantized weights", [base(), edit, BASE_TEXT], TRANSLATE,
+         tr_error(ST, *subs))
 
 NAN, INF = float("nan"), float("inf")
 for name, tensor, fn, steps, cmd, subs in [

@@ -330,5 +330,39 @@ def st_convert(dtype):
     return st_header(edit)
 
 
+def st_int8(name, scales=None, scale_shape=None, drop_scale=False, flat=False,
+            scale_dtype="F32"):
+    """Store F32 matrix `name` as a pre-quantized I8 tensor plus `name_scale`
+    (per row, max|w| / 127), appended after the data; `scales` edits the
+    scale list, the other flags break the pair in one way each."""
+    def edit(header, data):
+        t = header.pop(name)
+        begin, end = t["data_offsets"]
+        rows, cols = t["shape"]
+        vals = struct.unpack(f"<{rows * cols}f", data[begin:end])
+        q, sc = [], []
+        for r in range(rows):
+            row = vals[r * cols:(r + 1) * cols]
+            amax = max(abs(v) for v in row)
+            s = amax / 127 if amax else 0.0
+            sc.append(s)
+            q += [max(-127, min(127, round(v / s))) if s else 0 for v in row]
+        out = bytearray(data)
+        start = len(out)
+        out += struct.pack(f"<{len(q)}b", *q)
+        header[name] = {"dtype": "I8", "shape": [rows * cols] if flat else [rows, cols],
+                        "data_offsets": [start, len(out)]}
+        if not drop_scale:
+            sc = scales(sc) if scales else sc
+            out += b"\0" * (-len(out) % 4)
+            start = len(out)
+            out += struct.pack(f"<{len(sc)}f", *sc)
+            header[name + "_scale"] = {"dtype": scale_dtype,
+                                       "shape": scale_shape or [len(sc)],
+                                       "data_offsets": [start, len(out)]}
+        return header, bytes(out)
+    return st_header(edit)
+
+
 def nested(depth, open_="[", close="]"):
     return open_ * depth + close * depth
