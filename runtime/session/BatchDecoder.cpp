@@ -90,6 +90,7 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   frame.bind("logits", logits.data(), {active, 1, vocab});
   // Keep the first failure; the search still runs to its end.
   auto start = std::chrono::steady_clock::now();
+  rows += active;
   llvm::Error called = frame.call();
   stepTime +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -63,6 +63,8 @@ public:
   /// Seconds spent in the compiled decode_step so far (the rest of a
   /// search's time is the search itself).
   double stepSeconds() const { return stepTime; }
+  /// Rows (hypotheses) run through decode_step so far, summed over steps.
+  int64_t rowSteps() const { return rows; }
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
@@ -75,6 +77,7 @@ private:
   int64_t capacity, slots, layers, dModel, vocab;
   int64_t active = 0, position = 0;
   double stepTime = 0;
+  int64_t rows = 0;
   /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
   /// and per slot (what decode_step reads).
   std::vector<float *> rowStore, cross, self;

@@ -155,11 +155,13 @@ void Session::releaseFrames(Frames &f) {
   idleFrames.push_back(&f);
 }
 
-void Session::addTimes(double encode, double decode, double steps) {
+void Session::addTimes(double encode, double decode, double steps,
+                       int64_t rows) {
   std::lock_guard<std::mutex> lock(mutex);
   encodeTime += encode;
   decodeTime += decode;
   stepTime += steps;
+  rowSteps += rows;
 }
 
 /// Call frames held for the duration of one call.
@@ -407,8 +409,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
       return decoder.takeError();
     auto start = std::chrono::steady_clock::now();
     Result result = search(**decoder, effective, specialIds());
-    addTimes(0, secondsSince(start),
-             static_cast<BatchDecoder &>(**decoder).stepSeconds());
+    auto &batch = static_cast<BatchDecoder &>(**decoder);
+    addTimes(0, secondsSince(start), batch.stepSeconds(), batch.rowSteps());
     if (llvm::Error e = (*decoder)->takeError())
       return std::move(e);
     return result;
@@ -419,6 +421,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     Result result;
     std::string error; // the slice's first failure
     double encodeSeconds = 0, stepSeconds = 0;
+    int64_t rowSteps = 0;
   };
   std::vector<Slice> slices(workers);
   std::vector<FramesLease> leases;
@@ -439,6 +442,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     }
     slice.result = search(**decoder, effective, specialIds());
     slice.stepSeconds = static_cast<BatchDecoder &>(**decoder).stepSeconds();
+    slice.rowSteps = static_cast<BatchDecoder &>(**decoder).rowSteps();
     if (llvm::Error e = (*decoder)->takeError())
       slice.error = llvm::toString(std::move(e));
   };
@@ -453,15 +457,17 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   double wall = secondsSince(start), encode = 0;
   Result result;
   double steps = 0;
+  int64_t rowSteps = 0;
   for (Slice &slice : slices) {
     encode = std::max(encode, slice.encodeSeconds);
     steps += slice.stepSeconds;
+    rowSteps += slice.rowSteps;
     if (!slice.error.empty())
       return error(slice.error);
     for (auto &row : slice.result)
       result.push_back(std::move(row));
   }
-  addTimes(encode, wall - encode, steps);
+  addTimes(encode, wall - encode, steps, rowSteps);
   return result;
 }
 

@@ -115,6 +115,9 @@ public:
   /// the search: scores, candidates, cache moves). Summed over worker
   /// threads.
   double stepSeconds() const { return stepTime; }
+  /// Decoder rows run in those steps (a beam of K decodes up to K rows per
+  /// sentence and step): model cost per row = stepSeconds / decodedRows.
+  int64_t decodedRows() const { return rowSteps; }
 
   /// Runs the encoder on `sources` and returns a decoder whose slots are
   /// the rows, with KV caches for `maxSteps` positions and room for
@@ -147,6 +150,7 @@ private:
   std::unique_ptr<WeightStore> weightStore;
   frontend::ComputeType computeType = frontend::ComputeType::Float32;
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
+  int64_t rowSteps = 0;
   int threads = 1;
   /// Call frames (weights bound), one set per concurrent caller or worker
   /// slice: a call leases what it needs and gives it back. Created on
@@ -157,7 +161,8 @@ private:
   class FramesLease;
   Frames &acquireFrames();
   void releaseFrames(Frames &f);
-  void addTimes(double encode, double decode, double steps);
+  void addTimes(double encode, double decode, double steps,
+                int64_t rows = 0);
 };
 
 } // namespace tfmc::runtime

@@ -266,8 +266,9 @@ public:
       llvm::errs() << llvm::formatv(
           "tfmc: {0} lines ({1} bad, {13} unreadable), {2} tokens in {3:f3} s: {4:f1} "
           "sentences/s, {5:f1} tokens/s; load+compile {6:f3} s (JIT {7:f3} "
-          "s), encode {8:f3} s, decode {9:f3} s (model steps {10:f3} s, "
-          "search {11:f3} s), {12:f1} tokens/s decoding\n",
+          "s), encode {8:f3} s, decode {9:f3} s (model steps {10:f3} s for "
+          "{14} decoder rows, search {11:f3} s), {12:f1} tokens/s "
+          "decoding\n",
           result->writtenLines, result->badLines, result->generatedTokens,
           translateSeconds,
           translateSeconds > 0 ? result->writtenLines / translateSeconds
@@ -277,7 +278,7 @@ public:
           loadSeconds, s.compiled().compileSeconds(), s.encodeSeconds(), decode,
           s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
           decode > 0 ? result->generatedTokens / decode : 0.0,
-          result->warnedLines);
+          result->warnedLines, s.decodedRows());
     }
     // Bad token ids fail the run (at the end); with --strict so do
     // unreadable and truncated lines.
