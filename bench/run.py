@@ -128,6 +128,8 @@ def main():
                    help="batch sizes of the beam rows ('' to skip)")
     p.add_argument("--skip-sorted", action="store_true",
                    help="skip the sorted-vs-input-order row")
+    p.add_argument("--skip-shapes", action="store_true",
+                   help="skip the per-shape kernel table (tfmc-bench-linear)")
     p.add_argument("--compute-types", default="float32,float16,int8",
                    help="tfmc --compute-type values of the greedy rows (float32 first: "
                         "the others are reported relative to it)")
@@ -214,6 +216,13 @@ def main():
               f"{ratio} | {peak} | {r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | "
               f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |")
 
+
+    shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
+    if not args.skip_shapes and os.path.exists(shapes_tool):
+        print("\nlinear kernels per base-model shape, 1 thread, weights streamed from memory "
+              "(what the runtime's library entry points run for M rows; in compiled code "
+              "layers below 8 rows use the loop kernels instead):\n")
+        print(run([shapes_tool, "--rows", args.batches])[0])
 
     model = os.path.join(model_dir, "model.json")
     if args.beam_batches:

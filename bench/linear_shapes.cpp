@@ -1,0 +1,173 @@
+//===- linear_shapes.cpp - GFLOP/s of tfmc's linear kernels per shape -----===//
+//
+// tfmc-bench-linear [--rows 1,16,64]: for the base model's linear shapes
+// (N x K), M rows, runs the runtime's library kernels through their C ABI
+// (what compiled code calls: float32, float16 and int8 weights, each on
+// the path the runtime picks for M rows) and oneDNN's plain float32 inner
+// product, one thread. Each kernel cycles through enough copies of its
+// weight to stream about 64 MB, as a decoder step streams its layers.
+// Prints a markdown table of GFLOP/s (int8: GOP/s).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/Quantize.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tfmc::runtime;
+
+extern "C" void _mlir_ciface_tfm_rt_linear(MemRefDescriptor<3> *,
+                                           MemRefDescriptor<2> *,
+                                           MemRefDescriptor<1> *,
+                                           MemRefDescriptor<3> *, int32_t);
+extern "C" void _mlir_ciface_tfm_rt_linear_f16(MemRefDescriptor<3> *,
+                                               MemRefDescriptor<2, uint16_t> *,
+                                               MemRefDescriptor<1> *,
+                                               MemRefDescriptor<3> *, int32_t);
+extern "C" void _mlir_ciface_tfm_rt_linear_i8(MemRefDescriptor<3> *,
+                                              MemRefDescriptor<2, int8_t> *,
+                                              MemRefDescriptor<1> *,
+                                              MemRefDescriptor<1> *,
+                                              MemRefDescriptor<3> *, int32_t);
+
+namespace {
+
+template <typename T> MemRefDescriptor<2, T> matrix(T *p, int64_t n, int64_t k) {
+  return {p, p, 0, {n, k}, {k, 1}};
+}
+MemRefDescriptor<1> vector1(float *p, int64_t n) { return {p, p, 0, {n}, {1}}; }
+MemRefDescriptor<3> rows3(float *p, int64_t m, int64_t n) {
+  return {p, p, 0, {m, 1, n}, {n, n, 1}};
+}
+
+/// Best of 3 runs of `reps` calls, seconds per call.
+double timeIt(int reps, const std::function<void(int)> &call) {
+  for (int i = 0; i < reps; ++i)
+    call(i); // warm up (packing, primitives)
+  double best = 1e9;
+  for (int trial = 0; trial < 3; ++trial) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i)
+      call(i);
+    best = std::min(best, std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                                  .count() /
+                              reps);
+  }
+  return best;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int64_t> rowCounts = {1, 16, 64};
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--rows") {
+      rowCounts.clear();
+      for (char *s = std::strtok(argv[i + 1], ","); s; s = std::strtok(nullptr, ","))
+        rowCounts.push_back(std::atoll(s));
+    }
+  setKernelThreads(1);
+  struct Shape {
+    const char *name;
+    int64_t n, k;
+  } shapes[] = {{"qkv", 1536, 512},
+                {"self-out / cross-q / cross-out", 512, 512},
+                {"ff1", 2048, 512},
+                {"ff2", 512, 2048},
+                {"output projection", 8000, 512}};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  std::printf("| shape (N x K) | M | oneDNN f32 GFLOP/s | tfmc f32 | tfmc f16 | "
+              "tfmc int8 (GOP/s) |\n|---|---|---|---|---|---|\n");
+  for (Shape s : shapes) {
+    // About 64 MB of each type's weights, so every call streams from memory.
+    auto copiesOf = [&](int64_t bytes) {
+      return std::max<int64_t>(1, (int64_t(64) << 20) / (bytes * s.n * s.k));
+    };
+    int64_t c32 = copiesOf(4), c16 = copiesOf(2), c8 = copiesOf(1);
+    std::vector<std::vector<float>> w32(c8);
+    std::vector<std::vector<uint16_t>> w16(c16);
+    std::vector<QuantizedMatrix> w8(c8);
+    for (int64_t c = 0; c < c8; ++c) {
+      w32[c].resize(s.n * s.k);
+      for (float &v : w32[c])
+        v = dist(rng);
+      if (c < c16) {
+        w16[c].resize(s.n * s.k);
+        for (int64_t i = 0; i < s.n * s.k; ++i)
+          w16[c][i] = floatToHalf(w32[c][i]);
+      }
+      w8[c] = quantizeRows(w32[c].data(), s.n, s.k);
+    }
+    w32.resize(c32);
+    int64_t copies = c8;
+    std::vector<float> bias(s.n, 0.1f);
+    for (int64_t m : rowCounts) {
+      std::vector<float> x(m * s.k), y(m * s.n);
+      for (float &v : x)
+        v = dist(rng) * 20;
+      double flops = 2.0 * m * s.n * s.k;
+      int reps = std::max<int>(3 * copies, int(2e9 / flops / 50));
+      MemRefDescriptor<3> xd = rows3(x.data(), m, s.k),
+                          yd = rows3(y.data(), m, s.n);
+      MemRefDescriptor<1> bd = vector1(bias.data(), s.n);
+      // oneDNN's plain inner product (the weights as stored).
+      using dt = dnnl::memory::data_type;
+      using tag = dnnl::memory::format_tag;
+      dnnl::memory::desc src({m, s.k}, dt::f32, tag::ab),
+          wdesc({s.n, s.k}, dt::f32, tag::oi), bdesc({s.n}, dt::f32, tag::a),
+          ddesc({m, s.n}, dt::f32, tag::ab);
+      dnnl::inner_product_forward::primitive_desc pd(
+          dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
+                                            src, wdesc, bdesc, ddesc),
+          engine);
+      dnnl::inner_product_forward ip(pd);
+      dnnl::memory sm(src, engine, x.data()), bm(bdesc, engine, bias.data()),
+          dm(ddesc, engine, y.data());
+      double onednn = timeIt(reps, [&](int i) {
+        dnnl::memory wm(wdesc, engine, w32[i % c32].data());
+        ip.execute(stream, {{DNNL_ARG_SRC, sm},
+                            {DNNL_ARG_WEIGHTS, wm},
+                            {DNNL_ARG_BIAS, bm},
+                            {DNNL_ARG_DST, dm}});
+        stream.wait();
+      });
+      double f32 = timeIt(reps, [&](int i) {
+        auto wd = matrix(w32[i % c32].data(), s.n, s.k);
+        _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, 0);
+      });
+      double f16 = timeIt(reps, [&](int i) {
+        auto wd = matrix(w16[i % c16].data(), s.n, s.k);
+        _mlir_ciface_tfm_rt_linear_f16(&xd, &wd, &bd, &yd, 0);
+      });
+      double i8 = timeIt(reps, [&](int i) {
+        QuantizedMatrix &q = w8[i % c8];
+        auto wd = matrix(q.values.data(), s.n, s.k);
+        MemRefDescriptor<1> sd = vector1(q.scales.data(), s.n);
+        _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, 0);
+      });
+      std::string err = takeKernelError();
+      if (!err.empty()) {
+        std::fprintf(stderr, "error: %s\n", err.c_str());
+        return 1;
+      }
+      std::printf("| %s (%lld x %lld) | %lld | %.1f | %.1f | %.1f | %.1f |\n",
+                  s.name, (long long)s.n, (long long)s.k, (long long)m,
+                  flops / onednn / 1e9, flops / f32 / 1e9, flops / f16 / 1e9,
+                  flops / i8 / 1e9);
+    }
+  }
+  return 0;
+}
