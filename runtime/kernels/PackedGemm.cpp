@@ -51,18 +51,21 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
 }
 
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
-/// start from the bias, the k loop streams the panel once.
+/// start from the bias, the k loop streams the panel once and prefetches
+/// the next panel at the same pace (a few percent at 16 rows).
 template <int Rows, bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
-tile(const float *x, int64_t k, const void *panel, const float *bias16,
-     float *out16, int64_t ldy) {
+tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
+     const float *bias16, float *out16, int64_t ldy) {
   __m256 lo[Rows], hi[Rows];
   __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
   for (int r = 0; r < Rows; ++r) {
     lo[r] = b0;
     hi[r] = b1;
   }
+  constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
   for (int64_t c = 0; c < k; ++c) {
+    _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
     __m256 w0, w1;
     loadPanelRow<Half>(panel, c, w0, w1);
     for (int r = 0; r < Rows; ++r) {
@@ -92,6 +95,8 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
                                                          p * panelElements)
                              : static_cast<const void *>(w.f32.data() +
                                                          p * panelElements);
+    const char *nextPanel =
+        static_cast<const char *>(panel) + panelElements * (Half ? 2 : 4);
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     const float *b = bias + col;
     if (width < kPanel) {
@@ -106,16 +111,16 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
       const float *xr = x + r * k;
       switch (rows) {
       case 6:
-        tile<6, Half>(xr, k, panel, b, out, ld);
+        tile<6, Half>(xr, k, panel, nextPanel, b, out, ld);
         break;
       case 4:
-        tile<4, Half>(xr, k, panel, b, out, ld);
+        tile<4, Half>(xr, k, panel, nextPanel, b, out, ld);
         break;
       case 2:
-        tile<2, Half>(xr, k, panel, b, out, ld);
+        tile<2, Half>(xr, k, panel, nextPanel, b, out, ld);
         break;
       default:
-        tile<1, Half>(xr, k, panel, b, out, ld);
+        tile<1, Half>(xr, k, panel, nextPanel, b, out, ld);
         break;
       }
       if (!full)
