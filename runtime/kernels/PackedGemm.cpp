@@ -51,9 +51,11 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
 }
 
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
-/// start from the bias, the k loop streams the panel once and prefetches
-/// the next panel at the same pace (a few percent at 16 rows).
-template <int Rows, bool Half>
+/// start from the bias, the k loop streams the panel once. The first row
+/// tile of a panel (Prefetch) also prefetches the next panel at the same
+/// pace: a few percent on the base model at 16 rows; prefetching in every
+/// tile cost the bundled model 20%.
+template <int Rows, bool Half, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
      const float *bias16, float *out16, int64_t ldy) {
@@ -65,7 +67,8 @@ tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
   }
   constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
   for (int64_t c = 0; c < k; ++c) {
-    _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
+    if constexpr (Prefetch)
+      _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
     __m256 w0, w1;
     loadPanelRow<Half>(panel, c, w0, w1);
     for (int r = 0; r < Rows; ++r) {
@@ -77,6 +80,28 @@ tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
   for (int r = 0; r < Rows; ++r) {
     _mm256_storeu_ps(out16 + r * ldy, lo[r]);
     _mm256_storeu_ps(out16 + r * ldy + 8, hi[r]);
+  }
+}
+
+/// tile<Rows, ...> for a run-time row count of 6, 4, 2 or 1.
+template <bool Half, bool Prefetch>
+__attribute__((target("avx2,fma,f16c"))) inline void
+tileRows(int rows, const float *x, int64_t k, const void *panel,
+         const char *nextPanel, const float *bias16, float *out16,
+         int64_t ldy) {
+  switch (rows) {
+  case 6:
+    tile<6, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    break;
+  case 4:
+    tile<4, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    break;
+  case 2:
+    tile<2, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    break;
+  default:
+    tile<1, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    break;
   }
 }
 
@@ -109,20 +134,10 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
       float *out = full ? y + r * n + col : scratch;
       int64_t ld = full ? n : kPanel;
       const float *xr = x + r * k;
-      switch (rows) {
-      case 6:
-        tile<6, Half>(xr, k, panel, nextPanel, b, out, ld);
-        break;
-      case 4:
-        tile<4, Half>(xr, k, panel, nextPanel, b, out, ld);
-        break;
-      case 2:
-        tile<2, Half>(xr, k, panel, nextPanel, b, out, ld);
-        break;
-      default:
-        tile<1, Half>(xr, k, panel, nextPanel, b, out, ld);
-        break;
-      }
+      if (r == 0)
+        tileRows<Half, true>(rows, xr, k, panel, nextPanel, b, out, ld);
+      else
+        tileRows<Half, false>(rows, xr, k, panel, nextPanel, b, out, ld);
       if (!full)
         for (int i = 0; i < rows; ++i)
           std::memcpy(y + (r + i) * n + col, scratch + i * kPanel,
