@@ -9,6 +9,7 @@
 // Prints a markdown table of GFLOP/s (int8: GOP/s).
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -107,7 +108,7 @@ int main(int argc, char **argv) {
       if (c < c16) {
         w16[c].resize(s.n * s.k);
         for (int64_t i = 0; i < s.n * s.k; ++i)
-          w16[c][i] = floatToHalf(w32[c][i]);
+          w16[c][i] = tfmc::floatToHalf(w32[c][i]);
       }
       w8[c] = quantizeRows(w32[c].data(), s.n, s.k);
     }

@@ -19,6 +19,7 @@
 #ifndef FRONTENDS_IMPORTER_IMPORTER_H
 #define FRONTENDS_IMPORTER_IMPORTER_H
 
+#include "dialects/tfm/IR/TfmDialect.h"
 #include "frontends/model/ModelDescription.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -37,9 +38,10 @@ struct ImportOptions {
 };
 
 /// Attribute names on function arguments and results.
-inline constexpr const char *kWeightAttr = "tfm.weight";
+inline constexpr const char *kWeightAttr = mlir::tfm::kWeightArgAttr.data();
 /// Added by tfm-quantize: the per-row scales of the named int8 weight.
-inline constexpr const char *kWeightScaleAttr = "tfm.weight_scale";
+inline constexpr const char *kWeightScaleAttr =
+    mlir::tfm::kWeightScaleArgAttr.data();
 inline constexpr const char *kInputAttr = "tfm.input";
 inline constexpr const char *kCacheAttr = "tfm.cache";
 inline constexpr const char *kOutputAttr = "tfm.output";

@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/model/SafeTensors.h"
+
 #include "frontends/model/FileSupport.h"
+#include "frontends/model/Float16.h"
 
 #include "frontends/model/ModelDescription.h"
 
@@ -48,27 +50,6 @@ const TensorView *SafeTensorsFile::find(StringRef name) const {
 }
 
 namespace {
-
-/// IEEE 754 binary16 -> binary32, exact for every input (subnormals become
-/// normal floats; infinities and NaNs keep their sign and payload).
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31;
-  uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  } else {
-    // Zero or subnormal: mantissa * 2^-24, exactly representable in float.
-    float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 /// halfToFloat of every binary16 value, built once (256 KB): widening a
 /// tensor is then one load per element.

@@ -2,6 +2,7 @@
 #include "runtime/io/QuantizedModel.h"
 
 #include "frontends/model/FileSupport.h"
+#include "frontends/model/Float16.h"
 #include "frontends/model/SafeTensorsWriter.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -96,7 +97,7 @@ tfmc::runtime::writeQuantizedModel(const frontend::Model &model,
       // Halves widen exactly, so narrowing gives the stored bits back.
       std::vector<uint16_t> halves(n);
       for (int64_t i = 0; i < n; ++i)
-        halves[i] = floatToHalf(view.data[i]);
+        halves[i] = tfmc::floatToHalf(view.data[i]);
       tensors.push_back({view.name, "F16", view.shape,
                          bytesOf(halves.data(), 2 * halves.size())});
     } else {

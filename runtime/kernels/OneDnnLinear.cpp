@@ -21,6 +21,7 @@
 //   vpmaddubsw cannot saturate, so the integers are exact.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
@@ -77,7 +78,7 @@ __attribute__((target("avx,f16c"))) void widenF16C(const uint16_t *in,
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
                                   reinterpret_cast<const __m128i *>(in + i))));
   for (; i < n; ++i)
-    out[i] = halfToFloat(in[i]);
+    out[i] = tfmc::halfToFloat(in[i]);
 }
 
 /// round-half-even(p[0..8] · inv) + offset as int32.
@@ -168,7 +169,7 @@ void widenHalves(const uint16_t *in, float *out, int64_t n) {
     return;
   }
   for (int64_t i = 0; i < n; ++i)
-    out[i] = halfToFloat(in[i]);
+    out[i] = tfmc::halfToFloat(in[i]);
 }
 
 struct LinearPrimitive {
@@ -197,7 +198,7 @@ public:
     }
     if (packable && usePacked(m)) {
       const packed::PackedWeight &pw =
-          packedWeight(w.aligned + w.offset, n, k, /*half=*/false);
+          panels(w.aligned + w.offset, n, k, PanelType::F32);
       packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
                      y.aligned + y.offset, activation);
       return;
@@ -241,7 +242,7 @@ public:
     if (usePacked(m)) {
       // Halves stay halves: the kernel widens them, half the bytes move.
       const packed::PackedWeight &pw =
-          packedWeight(w.aligned + w.offset, n, k, /*half=*/true);
+          panels(w.aligned + w.offset, n, k, PanelType::F16);
       packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
                      y.aligned + y.offset, activation);
       return;
@@ -271,21 +272,22 @@ public:
     try {
       const int8_t *weight = w.aligned + w.offset;
       bool usePanels = usePacked(m);
-      const packed::PackedWeight *panels =
-          usePanels ? &packedInt8Panels(weight, n, k) : nullptr;
+      const packed::PackedWeight *panelWeight =
+          usePanels ? &panels(weight, n, k, PanelType::I8) : nullptr;
       const LinearPrimitive *p =
           usePanels ? nullptr : &primitive({m, k, n, 0, /*int8=*/true});
       const PackedInt8Weight *reordered =
           usePanels ? nullptr : &packInt8(weight, n, k, p->weights);
       const int32_t *rowSums =
-          usePanels ? panels->rowSums.data() : reordered->rowSums.data();
+          usePanels ? panelWeight->rowSums.data() : reordered->rowSums.data();
       // Quantize the rows; store q + 64 as u8 (rows kPadded apart for the
-      // panel kernel, whose padding bytes meet zero weights).
-      int64_t ldq = usePanels ? panels->kPadded : k;
+      // panel kernel, whose padding bytes meet zero weights: their values,
+      // left from earlier calls, do not matter).
+      int64_t ldq = usePanels ? panelWeight->kPadded : k;
       thread_local std::vector<int8_t> q;
       thread_local std::vector<float> rowScales;
       thread_local std::vector<int32_t> acc;
-      q.assign(m * ldq, 0);
+      q.resize(m * ldq);
       rowScales.resize(m);
       acc.resize(m * n);
       const float *in = x.aligned + x.offset;
@@ -304,7 +306,7 @@ public:
       }
       if (usePanels) {
         packed::int8Products(reinterpret_cast<const uint8_t *>(q.data()), m,
-                             *panels, acc.data());
+                             *panelWeight, acc.data());
       } else {
         dnnl::memory src(p->src, engine, q.data());
         dnnl::memory dst(p->dst, engine, acc.data());
@@ -393,30 +395,23 @@ private:
            omp_get_max_threads() == 1;
   }
 
-  /// The weight at `weight` ([n, k] floats or halves) in panel layout,
-  /// packed on first use.
-  const packed::PackedWeight &packedWeight(const void *weight, int64_t n,
-                                           int64_t k, bool half) {
+  enum class PanelType { F32, F16, I8 };
+
+  /// The weight at `weight` ([n, k] floats, halves or int8) in panel
+  /// layout, packed on first use.
+  const packed::PackedWeight &panels(const void *weight, int64_t n, int64_t k,
+                                     PanelType type) {
+    bool half = type == PanelType::F16, int8 = type == PanelType::I8;
     std::lock_guard<std::mutex> lock(mutex);
     std::deque<packed::PackedWeight> &copies = packedPanels[weight];
     for (const packed::PackedWeight &c : copies)
-      if (c.n == n && c.k == k && c.half == half && !c.int8)
+      if (c.n == n && c.k == k && c.half == half && c.int8 == int8)
         return c;
     copies.push_back(
-        half ? packed::packHalves(static_cast<const uint16_t *>(weight), n, k)
-             : packed::pack(static_cast<const float *>(weight), n, k));
-    return copies.back();
-  }
-
-  /// The int8 weight in the panel kernel's layout, packed on first use.
-  const packed::PackedWeight &packedInt8Panels(const int8_t *weight,
-                                               int64_t n, int64_t k) {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::deque<packed::PackedWeight> &copies = packedPanels[weight];
-    for (const packed::PackedWeight &c : copies)
-      if (c.n == n && c.k == k && c.int8)
-        return c;
-    copies.push_back(packed::packInt8(weight, n, k));
+        int8 ? packed::packInt8(static_cast<const int8_t *>(weight), n, k)
+        : half
+            ? packed::packHalves(static_cast<const uint16_t *>(weight), n, k)
+            : packed::pack(static_cast<const float *>(weight), n, k));
     return copies.back();
   }
 

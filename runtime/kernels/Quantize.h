@@ -7,8 +7,9 @@
 // * int8 activations: symmetric per row to [-levels, levels] with levels =
 //   kActivationLevels (63, see KernelAbi.h), computed as
 //   q = round-half-even(x · (levels / max|x|)), scale = max|x| / levels.
-// * float16: IEEE binary16, round to nearest even; values beyond its range
-//   are refused by the caller, never turned into infinities silently.
+// * float16: IEEE binary16 (frontends/model/Float16.h), round to nearest
+//   even; values beyond its range are refused by the caller, never turned
+//   into infinities silently.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_QUANTIZE_H
@@ -31,14 +32,6 @@ QuantizedMatrix quantizeRows(const float *w, int64_t rows, int64_t cols);
 /// Quantizes one activation row of `n` values to [-levels, levels] into
 /// `q`; returns the row's scale (0 for an all-zero row).
 float quantizeActivationRow(const float *x, int64_t n, int levels, int8_t *q);
-
-/// float32 -> IEEE half bits (round to nearest even; overflow gives
-/// infinity, NaN stays NaN) and back.
-uint16_t floatToHalf(float f);
-float halfToFloat(uint16_t h);
-
-/// The largest finite float16 value.
-constexpr float kHalfMax = 65504.0f;
 
 } // namespace tfmc::runtime
 

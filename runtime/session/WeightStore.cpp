@@ -1,6 +1,7 @@
 //===- WeightStore.cpp - weights in the form compiled code takes ----------===//
 #include "runtime/session/WeightStore.h"
 
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -49,7 +50,7 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
       std::vector<uint16_t> data;
       for (const frontend::TensorView *v : views) {
         for (int64_t i = 0; i < v->numElements(); ++i) {
-          if (std::fabs(v->data[i]) > kHalfMax)
+          if (std::fabs(v->data[i]) > tfmc::kHalfMax)
             return llvm::createStringError(
                 llvm::inconvertibleErrorCode(),
                 llvm::formatv("{0}: tensor '{1}': element {2} ({3}) is "
@@ -57,7 +58,7 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
                               "--compute-type float32 or int8",
                               model.weights->path(), v->name, i, v->data[i])
                     .str());
-          data.push_back(floatToHalf(v->data[i]));
+          data.push_back(tfmc::floatToHalf(v->data[i]));
         }
       }
       halves[arg.name] = std::move(data);

@@ -8,4 +8,15 @@
 #include "dialects/tfm/IR/TfmDialect.h.inc"
 #include "dialects/tfm/IR/TfmEnums.h.inc"
 
+namespace mlir::tfm {
+
+/// Function-argument attributes the passes and the runtime agree on: a
+/// weight tensor's name ("a|b" for a merged projection's packed parts),
+/// and on the per-row scales of an int8 weight (tfm-quantize) the name of
+/// that weight.
+inline constexpr llvm::StringLiteral kWeightArgAttr = "tfm.weight";
+inline constexpr llvm::StringLiteral kWeightScaleArgAttr = "tfm.weight_scale";
+
+} // namespace mlir::tfm
+
 #endif // DIALECTS_TFM_IR_TFMDIALECT_H

@@ -15,14 +15,12 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr llvm::StringLiteral kWeightAttr = "tfm.weight";
-
 /// The tensor name of a weight argument, or null.
 StringAttr weightName(func::FuncOp func, Value v) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != &func.front())
     return {};
-  return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightAttr);
+  return func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightArgAttr);
 }
 
 /// A packed argument: the parts' names joined with '|'.
@@ -67,7 +65,7 @@ struct TfmMergeProjectionsPass
     Location loc = ops[0].getLoc();
     auto addArgument = [&](Type type, StringAttr name) -> Value {
       unsigned index = func.getNumArguments();
-      NamedAttribute role(StringAttr::get(ctx, kWeightAttr), name);
+      NamedAttribute role(StringAttr::get(ctx, kWeightArgAttr), name);
       (void)func.insertArgument(index, type, DictionaryAttr::get(ctx, role),
                                 loc);
       return func.getArgument(index);

@@ -12,8 +12,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr llvm::StringLiteral kWeightAttr = "tfm.weight";
-constexpr llvm::StringLiteral kWeightScaleAttr = "tfm.weight_scale";
 constexpr llvm::StringLiteral kOutputProjection = "linear.weight";
 
 struct TfmQuantizePass : public tfm::impl::TfmQuantizeBase<TfmQuantizePass> {
@@ -48,7 +46,7 @@ struct TfmQuantizePass : public tfm::impl::TfmQuantizeBase<TfmQuantizePass> {
   /// weight operand of a tfm.linear.
   bool quantizable(func::FuncOp func, BlockArgument arg) const {
     auto name =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightAttr);
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightArgAttr);
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!name || !type || type.getRank() != 2 ||
         !type.getElementType().isF32() || arg.use_empty())
@@ -68,12 +66,12 @@ struct TfmQuantizePass : public tfm::impl::TfmQuantizeBase<TfmQuantizePass> {
     MLIRContext *ctx = func.getContext();
     auto type = cast<RankedTensorType>(arg.getType());
     StringAttr name =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightAttr);
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWeightArgAttr);
     arg.setType(RankedTensorType::get(type.getShape(), storage));
     Value scale;
     if (storage.isInteger(8)) {
       unsigned index = func.getNumArguments();
-      NamedAttribute role(StringAttr::get(ctx, kWeightScaleAttr), name);
+      NamedAttribute role(StringAttr::get(ctx, kWeightScaleArgAttr), name);
       (void)func.insertArgument(
           index,
           RankedTensorType::get({type.getDimSize(0)}, Float32Type::get(ctx)),

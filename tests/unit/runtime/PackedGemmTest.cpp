@@ -1,4 +1,5 @@
 //===- PackedGemmTest.cpp - the packed-panel kernels against plain loops --===//
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
@@ -38,8 +39,8 @@ TEST(PackedGemm, Float32AndFloat16MatchPlainLoops) {
           std::vector<uint16_t> halves(w.size());
           if (half)
             for (size_t i = 0; i < w.size(); ++i) {
-              halves[i] = floatToHalf(w[i]);
-              w[i] = halfToFloat(halves[i]); // what the kernel multiplies
+              halves[i] = tfmc::floatToHalf(w[i]);
+              w[i] = tfmc::halfToFloat(halves[i]); // what the kernel multiplies
             }
           packed::PackedWeight pw =
               half ? packed::packHalves(halves.data(), s.n, s.k)

@@ -1,5 +1,6 @@
 //===- QuantizeTest.cpp - int8 and float16 conversions --------------------===//
 #include "compiler/Conversion/Passes.h"
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -86,33 +87,33 @@ TEST(Quantize, ActivationsSaturateAtTheLevels) {
 
 TEST(Quantize, HalfRoundTripsEveryHalfValue) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
-    float f = halfToFloat(static_cast<uint16_t>(h));
+    float f = tfmc::halfToFloat(static_cast<uint16_t>(h));
     if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(f)))) << h;
+      EXPECT_TRUE(std::isnan(tfmc::halfToFloat(tfmc::floatToHalf(f)))) << h;
       continue;
     }
-    EXPECT_EQ(floatToHalf(f), h) << "half 0x" << std::hex << h;
+    EXPECT_EQ(tfmc::floatToHalf(f), h) << "half 0x" << std::hex << h;
   }
 }
 
 TEST(Quantize, HalfRoundsToNearestEven) {
-  EXPECT_EQ(floatToHalf(1.0f), 0x3C00);
-  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // rounds up to infinity
-  EXPECT_EQ(floatToHalf(65519.0f), 0x7BFF);
-  EXPECT_EQ(floatToHalf(1e10f), 0x7C00);
-  EXPECT_EQ(floatToHalf(-1e10f), 0xFC00);
+  EXPECT_EQ(tfmc::floatToHalf(1.0f), 0x3C00);
+  EXPECT_EQ(tfmc::floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(tfmc::floatToHalf(65520.0f), 0x7C00); // rounds up to infinity
+  EXPECT_EQ(tfmc::floatToHalf(65519.0f), 0x7BFF);
+  EXPECT_EQ(tfmc::floatToHalf(1e10f), 0x7C00);
+  EXPECT_EQ(tfmc::floatToHalf(-1e10f), 0xFC00);
   // 1 + 2^-11 is halfway between 1 and the next half: ties to even (1).
-  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
-  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even 0
-  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -30)), 0x0000);
-  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(floatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(tfmc::floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(tfmc::floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(tfmc::floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(tfmc::floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even 0
+  EXPECT_EQ(tfmc::floatToHalf(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(tfmc::floatToHalf(std::ldexp(1.0f, -30)), 0x0000);
+  EXPECT_EQ(tfmc::floatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(tfmc::floatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_TRUE(std::isnan(
-      halfToFloat(floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
+      tfmc::halfToFloat(tfmc::floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 } // namespace
