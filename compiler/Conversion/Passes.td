@@ -35,7 +35,8 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def TfmDropArgumentRoles : Pass<"tfm-drop-argument-roles", "ModuleOp"> {

@@ -1,5 +1,6 @@
 //===- JitModule.cpp - a compiled object linked into the process ----------===//
 #include "compiler/JIT/JitModule.h"
+#include "compiler/JIT/PerfMap.h"
 
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -43,6 +44,8 @@ JitModule::load(llvm::StringRef object, const SymbolList &symbols) {
   if (llvm::Error e = (*jit)->addObjectFile(
           llvm::MemoryBuffer::getMemBufferCopy(object, "tfmc-model.o")))
     return std::move(e);
+  if (perfMapRequested())
+    appendPerfMap(**jit, object);
   return std::unique_ptr<JitModule>(new JitModule(std::move(*jit)));
 }
 

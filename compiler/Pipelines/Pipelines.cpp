@@ -14,6 +14,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -64,6 +66,8 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
     quantize.computeType = options.computeType;
     quantize.outputProjection = options.quantizeOutputProjection;
     fn.addPass(createTfmQuantize(quantize));
+    // Keys/values in float16 halve what attention reads per decoder step.
+    pm.addPass(createTfmHalfCaches());
   }
 }
 
@@ -86,6 +90,8 @@ void mlir::tfm::buildLLVMPipeline(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createConvertMathToLLVMPass());
   // What LLVM has no intrinsic for (erf) becomes a libm call.
   pm.addPass(createConvertMathToLibmPass());
+  // Explicit vectors of the attention kernels.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
@@ -117,7 +123,8 @@ void mlir::tfm::registerPipelineDialects(DialectRegistry &registry) {
   registry
       .insert<TfmDialect, func::FuncDialect, arith::ArithDialect,
               math::MathDialect, tensor::TensorDialect, memref::MemRefDialect,
-              scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
+              scf::SCFDialect, vector::VectorDialect, cf::ControlFlowDialect,
+              LLVM::LLVMDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }

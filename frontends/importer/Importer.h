@@ -42,9 +42,10 @@ inline constexpr const char *kWeightAttr = mlir::tfm::kWeightArgAttr.data();
 /// Added by tfm-quantize: the per-row scales of the named int8 weight.
 inline constexpr const char *kWeightScaleAttr =
     mlir::tfm::kWeightScaleArgAttr.data();
-inline constexpr const char *kInputAttr = "tfm.input";
-inline constexpr const char *kCacheAttr = "tfm.cache";
-inline constexpr const char *kOutputAttr = "tfm.output";
+inline constexpr const char *kInputAttr = mlir::tfm::kInputArgAttr.data();
+inline constexpr const char *kCacheAttr = mlir::tfm::kCacheArgAttr.data();
+inline constexpr const char *kOutputAttr =
+    mlir::tfm::kOutputResultAttr.data();
 
 /// The context must have the tfm, func, arith and tensor dialects loaded or
 /// registered.

@@ -8,6 +8,19 @@
 
 using namespace tfmc::runtime;
 
+static int64_t elementBytes(const CallFrame &frame, int index) {
+  if (index < 0)
+    return sizeof(float);
+  return frame.function().args[index].element == ArgSpec::Element::F16
+             ? 2
+             : sizeof(float);
+}
+
+char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
+  int64_t floats = (elements * bytes + sizeof(float) - 1) / sizeof(float);
+  return reinterpret_cast<char *>(arena.acquire(floats));
+}
+
 BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
                            SourceBatch source, const BatchShape &shape,
                            DecoderArena &arena)
@@ -17,13 +30,26 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
   bool beams = slots > src.rows;
+  // Argument indices of the per-layer buffers, looked up once rather than
+  // by name at every step.
+  for (int64_t l = 0; l < layers; ++l) {
+    for (const char *kv : {"key.", "value."}) {
+      std::string suffix = kv + std::to_string(l);
+      crossArgs.push_back(frame.find("cross_" + suffix));
+      selfArgs.push_back(frame.find("self_" + suffix));
+    }
+  }
+  if (layers > 0) {
+    crossBytes = elementBytes(frame, crossArgs[0]);
+    selfBytes = elementBytes(frame, selfArgs[0]);
+  }
   for (int64_t l = 0; l < 2 * layers; ++l) {
-    rowStore.push_back(arena.acquire(src.rows * src.length * dModel));
+    rowStore.push_back(acquire(src.rows * src.length * dModel, crossBytes));
     // Greedy decoding never forks: slots are rows, compacted in place, and
     // the row store itself serves as the slots' cross keys/values.
     if (beams)
-      cross.push_back(arena.acquire(slots * src.length * dModel));
-    self.push_back(arena.acquire(slots * capacity * dModel));
+      cross.push_back(acquire(slots * src.length * dModel, crossBytes));
+    self.push_back(acquire(slots * capacity * dModel, selfBytes));
   }
   // Slot r holds row r; the other slots hold no row yet (their cross
   // keys/values are written when a hypothesis first moves there).
@@ -35,15 +61,6 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
             slotLengths.data());
   tokens.resize(slots);
   logits.resize(slots * vocab);
-  // Argument indices of the per-layer buffers, looked up once rather than
-  // by name at every step.
-  for (int64_t l = 0; l < layers; ++l) {
-    for (const char *kv : {"key.", "value."}) {
-      std::string suffix = kv + std::to_string(l);
-      crossArgs.push_back(frame.find("cross_" + suffix));
-      selfArgs.push_back(frame.find("self_" + suffix));
-    }
-  }
 }
 
 BatchDecoder::~BatchDecoder() {
@@ -54,6 +71,11 @@ BatchDecoder::~BatchDecoder() {
 
 llvm::Error BatchDecoder::encode() {
   CallFrame &f = encodeFrame;
+  // The encoder writes what decode_step reads: their element types agree.
+  if (layers > 0 && elementBytes(f, f.find("cross_key.0")) != crossBytes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "encode and decode_step disagree on the cross-attention key type");
   f.bind("src_ids", src.ids.data(), {src.rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {src.rows});
   for (int64_t l = 0; l < layers; ++l) {
@@ -65,9 +87,9 @@ llvm::Error BatchDecoder::encode() {
   if (llvm::Error e = f.call())
     return e;
   // Slot r holds row r to begin with.
-  int64_t rowSize = src.length * dModel;
+  int64_t rowBytes = src.length * dModel * crossBytes;
   for (size_t i = 0; i < cross.size(); ++i)
-    std::memcpy(cross[i], rowStore[i], src.rows * rowSize * sizeof(float));
+    std::memcpy(cross[i], rowStore[i], src.rows * rowBytes);
   return llvm::Error::success();
 }
 
@@ -82,7 +104,7 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   frame.bind("tokens", tokens.data(), {active, 1});
   frame.bindScalar("step", position);
   frame.bind("src_lengths", slotLengths.data(), {active});
-  std::vector<float *> &crossSlots = cross.empty() ? rowStore : cross;
+  std::vector<char *> &crossSlots = cross.empty() ? rowStore : cross;
   for (int64_t i = 0; i < 2 * layers; ++i) {
     frame.bind(crossArgs[i], crossSlots[i], {active, src.length, dModel});
     frame.bind(selfArgs[i], self[i], {active, capacity, dModel});
@@ -123,8 +145,8 @@ void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
 
 void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
   auto n = static_cast<int64_t>(sources.size());
-  int64_t rowSize = capacity * dModel;
-  size_t usedBytes = position * dModel * sizeof(float);
+  int64_t rowSize = capacity * dModel * selfBytes; // bytes per slot
+  size_t usedBytes = position * dModel * selfBytes;
   // Slot j must be saved when another slot continues it and j itself is
   // about to be overwritten (it continues someone else, or leaves).
   std::vector<int64_t> savedAt(active, -1);
@@ -150,9 +172,9 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
     llvm::report_fatal_error("tfmc: a greedy decoder was asked to fork");
   if (!forwardOnly && saved > 0 && scratch.empty())
     for (size_t b = 0; b < self.size(); ++b)
-      scratch.push_back(arena.acquire(slots * rowSize));
+      scratch.push_back(acquire(slots * rowSize, 1));
   for (size_t b = 0; b < self.size(); ++b) {
-    float *data = self[b];
+    char *data = self[b];
     if (forwardOnly) {
       for (int64_t i = 0; i < n; ++i)
         if (sources[i] != i)
@@ -160,7 +182,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
                       usedBytes);
       continue;
     }
-    float *save = saved > 0 ? scratch[b] : nullptr;
+    char *save = saved > 0 ? scratch[b] : nullptr;
     for (int64_t j = 0; j < active; ++j)
       if (savedAt[j] >= 0)
         std::memcpy(save + savedAt[j] * rowSize, data + j * rowSize, usedBytes);
@@ -168,7 +190,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
       int64_t j = sources[i];
       if (j == i)
         continue;
-      const float *from =
+      const char *from =
           savedAt[j] >= 0 ? save + savedAt[j] * rowSize : data + j * rowSize;
       std::memcpy(data + i * rowSize, from, usedBytes);
     }
@@ -178,7 +200,7 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
 void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
                                   llvm::ArrayRef<int64_t> newRows) {
   auto n = static_cast<int64_t>(newRows.size());
-  int64_t rowSize = src.length * dModel;
+  int64_t rowSize = src.length * dModel * crossBytes; // bytes per row
   if (cross.empty()) {
     // Greedy: slots are rows compacted in place (sources ascending, see
     // moveSelfCaches), so the row store moves like the self caches.
@@ -187,7 +209,7 @@ void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
         if (sources[i] != i)
           std::memcpy(rowStore[b] + i * rowSize,
                       rowStore[b] + sources[i] * rowSize,
-                      rowSize * sizeof(float));
+                      rowSize);
     return;
   }
   // Beams: a slot is rewritten only when it starts holding another row,
@@ -197,6 +219,6 @@ void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
       continue;
     for (size_t b = 0; b < cross.size(); ++b)
       std::memcpy(cross[b] + i * rowSize, rowStore[b] + newRows[i] * rowSize,
-                  rowSize * sizeof(float));
+                  rowSize);
   }
 }

@@ -14,6 +14,8 @@
 //  * self-attention caches move only the slots whose parent changed, and
 //    only their filled positions; a slot that is both read and overwritten
 //    is saved to a scratch area first.
+// Keys and values are float32 or float16 (tfm-half-caches), as the compiled
+// functions' arguments say; the buffers are handled as bytes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_SESSION_BATCHDECODER_H
@@ -78,11 +80,17 @@ private:
   int64_t active = 0, position = 0;
   double stepTime = 0;
   int64_t rows = 0;
+  /// Bytes of `elements` keys/values from the arena.
+  char *acquire(int64_t elements, int64_t elementBytes);
+
+  /// Bytes per element of the cross-attention keys/values and of the self
+  /// caches.
+  int64_t crossBytes = sizeof(float), selfBytes = sizeof(float);
   /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
   /// and per slot (what decode_step reads).
-  std::vector<float *> rowStore, cross, self;
+  std::vector<char *> rowStore, cross, self;
   /// Self caches of slots saved during a reorder.
-  std::vector<float *> scratch;
+  std::vector<char *> scratch;
   /// The source row each slot holds, and each slot's source length.
   std::vector<int64_t> slotRow;
   Buffer<int32_t> slotLengths;

@@ -55,8 +55,51 @@ Value KernelBuilder::clampedIndex(Value i32, Value lo, Value hi) {
   return minIndex(maxIndex(i, lo), hi);
 }
 
+Value KernelBuilder::vload(Value memref, ValueRange indices, int64_t width) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  Value v = b.create<vector::LoadOp>(loc, VectorType::get({width}, element),
+                                     memref, indices);
+  if (element.isF16())
+    v = b.create<arith::ExtFOp>(loc, VectorType::get({width}, b.getF32Type()),
+                                v);
+  return v;
+}
+
+void KernelBuilder::vstore(Value vector, Value memref, ValueRange indices) {
+  b.create<vector::StoreOp>(loc, vector, memref, indices);
+}
+
+Value KernelBuilder::fma(Value x, Value y, Value acc) {
+  return b.create<vector::FMAOp>(loc, x, y, acc);
+}
+
+Value KernelBuilder::splat(Value x, int64_t width) {
+  return b.create<vector::SplatOp>(
+      loc, VectorType::get({width}, x.getType()), x);
+}
+
+Value KernelBuilder::sumElements(Value vector) {
+  return b.create<vector::ReductionOp>(loc, vector::CombiningKind::ADD, vector,
+                                       Value(), fastMath.getValue());
+}
+
 Value KernelBuilder::load(Value memref, ValueRange indices) {
   return b.create<memref::LoadOp>(loc, memref, indices);
+}
+
+Value KernelBuilder::loadWide(Value memref, ValueRange indices) {
+  Value v = load(memref, indices);
+  if (v.getType().isF16())
+    v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+  return v;
+}
+
+void KernelBuilder::storeNarrowing(Value value, Value memref,
+                                   ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  if (element.isF16())
+    value = b.create<arith::TruncFOp>(loc, element, value);
+  store(value, memref, indices);
 }
 
 void KernelBuilder::store(Value value, Value memref, ValueRange indices) {
@@ -76,8 +119,9 @@ Value KernelBuilder::alloc(MemRefType type, ArrayRef<Value> sizes) {
   return b.create<memref::AllocOp>(loc, type, dynamic, b.getI64IntegerAttr(64));
 }
 
-void KernelBuilder::loop(Value lb, Value ub, function_ref<void(Value)> body) {
-  auto forOp = b.create<scf::ForOp>(loc, lb, ub, index(1));
+void KernelBuilder::loop(Value lb, Value ub, function_ref<void(Value)> body,
+                         Value step) {
+  auto forOp = b.create<scf::ForOp>(loc, lb, ub, step ? step : index(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forOp.getBody()->getTerminator());
   body(forOp.getInductionVar());

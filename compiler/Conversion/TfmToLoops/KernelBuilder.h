@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::tfm {
@@ -34,7 +35,25 @@ public:
   /// Converts an i32 to index, clamped into [lo, hi].
   Value clampedIndex(Value i32, Value lo, Value hi);
 
+  /// Vectors of f32 (explicit SIMD where the loop vectoriser cannot find
+  /// the right shape, e.g. several independent dot products at once).
+  /// vload/vstore move `width` contiguous elements of the innermost
+  /// dimension; vload widens float16 elements to float32.
+  Value vload(Value memref, ValueRange indices, int64_t width);
+  void vstore(Value vector, Value memref, ValueRange indices);
+  /// x * y + acc, element-wise.
+  Value fma(Value x, Value y, Value acc);
+  /// A vector of `width` copies of the scalar `x`.
+  Value splat(Value x, int64_t width);
+  /// The sum of the elements of `vector` (any order).
+  Value sumElements(Value vector);
+
   Value load(Value memref, ValueRange indices);
+  /// load, widening a float16 element to float32.
+  Value loadWide(Value memref, ValueRange indices);
+  /// Stores a float32 `value`, rounded to float16 when the memref holds
+  /// float16.
+  void storeNarrowing(Value value, Value memref, ValueRange indices);
   void store(Value value, Value memref, ValueRange indices);
   Value dim(Value memref, int64_t i);
 
@@ -42,8 +61,9 @@ public:
   /// (one entry per dimension; static dimensions ignore theirs).
   Value alloc(MemRefType type, ArrayRef<Value> sizes);
 
-  /// for (iv = lb; iv < ub; ++iv) body(iv)
-  void loop(Value lb, Value ub, function_ref<void(Value)> body);
+  /// for (iv = lb; iv < ub; iv += step) body(iv); `step` defaults to 1.
+  void loop(Value lb, Value ub, function_ref<void(Value)> body,
+            Value step = Value());
   /// for b < dim(like, 0), t < dim(like, 1): body(b, t): every row of a
   /// [batch, sequence, features] buffer.
   void forEachRow(Value like, function_ref<void(Value, Value)> body);

@@ -415,6 +415,28 @@ struct SliceLowering : public TfmLowering<SliceOp> {
   }
 };
 
+struct NarrowLowering : public TfmLowering<NarrowOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(NarrowOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    callKernel(rewriter, op, "narrow", {adaptor.getInput(), out},
+               [&](KernelBuilder &k, ValueRange a) {
+                 Value in = a[0], result = a[1];
+                 Value zero = k.index(0);
+                 k.forEachRow(in, [&](Value b, Value t) {
+                   k.loop(zero, k.dim(result, 2), [&](Value d) {
+                     k.storeNarrowing(k.load(in, {b, t, d}), result, {b, t, d});
+                   });
+                 });
+               });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 struct AddLowering : public TfmLowering<AddOp> {
   using TfmLowering::TfmLowering;
   LogicalResult
@@ -559,8 +581,13 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
       Value lengths = hasLengths ? a[3] : Value();
       ValueRange rest = a.drop_front(hasLengths ? 4 : 3);
       Value offset = rest[0], kvLimit = rest[1], result = rest[2];
-      emitAttention(k, q, key, value, lengths, offset, kvLimit, result, dModel,
-                    heads, scaleValue, mask == MaskKind::causal);
+      bool causal = mask == MaskKind::causal;
+      if ((dModel / heads) % kLanes == 0)
+        emitVectorAttention(k, q, key, value, lengths, offset, kvLimit, result,
+                            dModel, heads, scaleValue, causal);
+      else
+        emitAttention(k, q, key, value, lengths, offset, kvLimit, result,
+                      dModel, heads, scaleValue, causal);
     });
     rewriter.replaceOp(op, out);
     return success();
@@ -573,6 +600,127 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   /// partial weighted sum in `out` are rescaled once, and the block's
   /// exponentials and value updates are vectorisable loops.
   static constexpr int64_t kKeyBlock = 16;
+  /// Floats per vector register in the explicit-SIMD variant (AVX2).
+  static constexpr int64_t kLanes = 8;
+  /// Keys whose dot products are computed together there.
+  static constexpr int64_t kKeyGroup = 4;
+
+  /// The same algorithm with explicit vectors, for head sizes that are a
+  /// multiple of kLanes. Left to the loop vectoriser, a dot product over
+  /// one head is a single chain of dependent FMAs per key and the weighted
+  /// sum of values goes through memory for every key; here the query of the
+  /// head stays in registers, kKeyGroup keys are scored at once (independent
+  /// chains), and the weighted sum is a set of register accumulators
+  /// carried through the key loop and stored once at the end.
+  static void emitVectorAttention(KernelBuilder &k, Value q, Value key,
+                                  Value value, Value lengths,
+                                  Value queryOffset, Value kvLimit, Value out,
+                                  int64_t dModel, int64_t heads,
+                                  float scaleValue, bool causal) {
+    OpBuilder &ob = k.builder();
+    int64_t chunks = dModel / heads / kLanes;
+    Value zero = k.index(0);
+    Value block = k.index(kKeyBlock);
+    Value scale = k.f32(scaleValue);
+    Value keyCount = k.minIndex(k.dim(key, 1), kvLimit);
+    Value lowest = k.f32(-std::numeric_limits<float>::max());
+    Value zeros = k.splat(k.f32(0.0), kLanes);
+    Value scores = ob.create<memref::AllocaOp>(
+        k.location(), MemRefType::get({kKeyBlock}, ob.getF32Type()),
+        ob.getI64IntegerAttr(64));
+    k.loop(zero, k.dim(q, 0), [&](Value b) {
+      Value rowKeys = keyCount;
+      if (lengths)
+        rowKeys = k.clampedIndex(k.load(lengths, {b}), zero, keyCount);
+      k.loop(zero, k.index(heads), [&](Value h) {
+        Value base = k.mulIndex(h, k.index(dModel / heads));
+        auto column = [&](int64_t c) {
+          return k.addIndex(base, k.index(c * kLanes));
+        };
+        k.loop(zero, k.dim(q, 1), [&](Value t) {
+          Value visible = rowKeys;
+          if (causal)
+            visible = k.minIndex(
+                visible, k.addIndex(k.addIndex(queryOffset, t), k.index(1)));
+          SmallVector<Value> query;
+          for (int64_t c = 0; c < chunks; ++c)
+            query.push_back(k.vload(q, {b, t, column(c)}, kLanes));
+          // Scores of keys first..first+count-1 into scores[j0..].
+          auto scoreKeys = [&](Value first, Value j0, int64_t count) {
+            SmallVector<Value> acc(count, zeros);
+            for (int64_t c = 0; c < chunks; ++c)
+              for (int64_t i = 0; i < count; ++i) {
+                Value kj = k.addIndex(k.addIndex(first, j0), k.index(i));
+                acc[i] = k.fma(query[c], k.vload(key, {b, kj, column(c)}, kLanes),
+                               acc[i]);
+              }
+            for (int64_t i = 0; i < count; ++i)
+              k.store(k.mul(k.sumElements(acc[i]), scale), scores,
+                      {k.addIndex(j0, k.index(i))});
+          };
+          auto blockStep = [&](Value first, ValueRange carried) {
+            Value m = carried[0], l = carried[1];
+            Value n = k.minIndex(
+                block, k.addIndex(visible, k.mulIndex(first, k.index(-1))));
+            // n rounded down to whole groups.
+            Value grouped = k.mulIndex(
+                ob.create<arith::DivUIOp>(k.location(), n,
+                                          k.index(kKeyGroup)),
+                k.index(kKeyGroup));
+            k.loop(
+                zero, grouped,
+                [&](Value j) { scoreKeys(first, j, kKeyGroup); },
+                k.index(kKeyGroup));
+            k.loop(grouped, n, [&](Value j) { scoreKeys(first, j, 1); });
+            Value blockMax = k.reduce(zero, n, {lowest},
+                                      [&](Value j, ValueRange bm) {
+                                        return SmallVector<Value>{
+                                            k.max(bm[0], k.load(scores, {j}))};
+                                      })[0];
+            Value newMax = k.max(m, blockMax);
+            Value rescale = k.exp(k.sub(m, newMax));
+            Value blockSum = k.reduce(
+                zero, n, {k.f32(0.0)}, [&](Value j, ValueRange acc) {
+                  Value w = k.exp(k.sub(k.load(scores, {j}), newMax));
+                  k.store(w, scores, {j});
+                  return SmallVector<Value>{k.add(acc[0], w)};
+                })[0];
+            Value rescaleVector = k.splat(rescale, kLanes);
+            SmallVector<Value> sums;
+            for (int64_t c = 0; c < chunks; ++c)
+              sums.push_back(k.mul(carried[2 + c], rescaleVector));
+            sums = k.reduce(zero, n, sums, [&](Value j, ValueRange acc) {
+              Value w = k.splat(k.load(scores, {j}), kLanes);
+              Value kj = k.addIndex(first, j);
+              SmallVector<Value> next;
+              for (int64_t c = 0; c < chunks; ++c)
+                next.push_back(
+                    k.fma(w, k.vload(value, {b, kj, column(c)}, kLanes), acc[c]));
+              return next;
+            });
+            SmallVector<Value> result{newMax,
+                                      k.add(k.mul(l, rescale), blockSum)};
+            result.append(sums);
+            return result;
+          };
+          SmallVector<Value> init{lowest, k.f32(0.0)};
+          init.append(chunks, zeros);
+          SmallVector<Value> final =
+              k.reduce(zero, visible, init, blockStep, block);
+          Value sum = final[1];
+          // A query with no visible key keeps zeros.
+          Value any = ob.create<arith::CmpFOp>(
+              k.location(), arith::CmpFPredicate::OGT, sum, k.f32(0.0));
+          Value inv = k.splat(
+              ob.create<arith::SelectOp>(k.location(), any,
+                                         k.div(k.f32(1.0), sum), k.f32(0.0)),
+              kLanes);
+          for (int64_t c = 0; c < chunks; ++c)
+            k.vstore(k.mul(final[2 + c], inv), out, {b, t, column(c)});
+        });
+      });
+    });
+  }
 
   static void emitAttention(KernelBuilder &k, Value q, Value key, Value value,
                             Value lengths, Value queryOffset, Value kvLimit,
@@ -614,7 +762,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
                                [&](Value d, ValueRange acc) {
                                  Value c = k.addIndex(base, d);
                                  Value p = k.mul(k.load(q, {b, t, c}),
-                                                 k.load(key, {b, kj, c}));
+                                                 k.loadWide(key, {b, kj, c}));
                                  return SmallVector<Value>{k.add(acc[0], p)};
                                })[0];
                   Value s = k.mul(dot, scale);
@@ -639,7 +787,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
               k.loop(zero, headDim, [&](Value d) {
                 Value c = k.addIndex(base, d);
                 k.store(k.add(k.load(out, {b, t, c}),
-                              k.mul(w, k.load(value, {b, kj, c}))),
+                              k.mul(w, k.loadWide(value, {b, kj, c}))),
                         out, {b, t, c});
               });
             });
@@ -684,7 +832,7 @@ struct CacheWriteLowering : public OpConversionPattern<CacheWriteOp> {
             k.loop(zero, steps, [&](Value t) {
               Value pos = k.addIndex(position, t);
               k.loop(zero, k.dim(v, 2), [&](Value d) {
-                k.store(k.load(v, {b, t, d}), cache, {b, pos, d});
+                k.storeNarrowing(k.load(v, {b, t, d}), cache, {b, pos, d});
               });
             });
           });
@@ -823,7 +971,8 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
 
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
-                           memref::MemRefDialect, scf::SCFDialect>();
+                           memref::MemRefDialect, scf::SCFDialect,
+                           vector::VectorDialect>();
     target.addIllegalDialect<TfmDialect>();
     target.addIllegalOp<tensor::DimOp>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
@@ -847,6 +996,7 @@ void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
   patterns.add<EmbeddingLowering, PositionalEncodingLowering, LinearLowering,
                AddLowering, SliceLowering, LayerNormLowering,
                AddLayerNormLowering, AttentionLowering, CacheWriteLowering,
+               NarrowLowering,
                FuncToDestinationStyle, ReturnToCopies, DimLowering>(
       converter, patterns.getContext());
 }

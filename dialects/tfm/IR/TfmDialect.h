@@ -16,6 +16,11 @@ namespace mlir::tfm {
 /// that weight.
 inline constexpr llvm::StringLiteral kWeightArgAttr = "tfm.weight";
 inline constexpr llvm::StringLiteral kWeightScaleArgAttr = "tfm.weight_scale";
+/// Names of what the runtime binds per call: inputs, KV caches (runtime-owned
+/// memrefs) and function results.
+inline constexpr llvm::StringLiteral kInputArgAttr = "tfm.input";
+inline constexpr llvm::StringLiteral kCacheArgAttr = "tfm.cache";
+inline constexpr llvm::StringLiteral kOutputResultAttr = "tfm.output";
 
 } // namespace mlir::tfm
 

@@ -143,6 +143,15 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
+LogicalResult NarrowOp::verify() {
+  auto in = cast<ShapedType>(getInput().getType());
+  auto out = cast<ShapedType>(getResult().getType());
+  for (int64_t i = 0; i < 3; ++i)
+    if (!compatible(in.getDimSize(i), out.getDimSize(i)))
+      return emitOpError("result shape must match the input shape");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // LayerNormOp / AddLayerNormOp
 //===----------------------------------------------------------------------===//
@@ -237,6 +246,9 @@ LogicalResult AttentionOp::verify() {
   }
   if (!compatible(dim(getKey(), 1), dim(getValue(), 1)))
     return emitOpError("keys and values have different lengths");
+  if (cast<ShapedType>(getKey().getType()).getElementType() !=
+      cast<ShapedType>(getValue().getType()).getElementType())
+    return emitOpError("keys and values must have the same element type");
   if (failed(verifyLengths(*this, getMaskKind(), getKeyLengths(), getQuery())))
     return failure();
   if (getQueryOffset() && getMaskKind() != MaskKind::causal)

@@ -16,8 +16,11 @@ def Tfm_LinearWeight : 2DTensorOf<[F32, F16, I8]>;
 def Tfm_Vector : 1DTensorOf<[F32]>;
 def Tfm_TokenIds : 2DTensorOf<[I32]>;
 def Tfm_Lengths : 1DTensorOf<[I32]>;
-def Tfm_Cache : MemRefRankOf<[F32], [3]>;
-def Tfm_KeysOrCache : AnyTypeOf<[Tfm_Activations, Tfm_Cache]>;
+// Keys/values kept for attention: float32, or IEEE half to halve the bytes
+// each decoder step reads (see tfm-half-caches).
+def Tfm_StoredKeys : 3DTensorOf<[F32, F16]>;
+def Tfm_Cache : MemRefRankOf<[F32, F16], [3]>;
+def Tfm_KeysOrCache : AnyTypeOf<[Tfm_StoredKeys, Tfm_Cache]>;
 
 //===----------------------------------------------------------------------===//
 // Embedding and positions
@@ -135,6 +138,25 @@ def Tfm_SliceOp : Tfm_Op<"slice", [Pure]> {
   let results = (outs Tfm_Activations:$result);
   let assemblyFormat = [{
     $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_NarrowOp : Tfm_Op<"narrow", [Pure]> {
+  let summary = "rounds activations to IEEE half for storage";
+  let description = [{
+    `result[b, t, i] = half(input[b, t, i])`, rounding to nearest even
+    (values beyond half's range become infinities). Produces keys/values
+    that are stored between functions as float16 (tfm-half-caches).
+
+    ```mlir
+    %h = tfm.narrow %k : tensor<?x?x512xf32> -> tensor<?x?x512xf16>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input);
+  let results = (outs 3DTensorOf<[F16]>:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -302,7 +324,8 @@ def Tfm_CacheWriteOp : Tfm_Op<"cache_write",
   let summary = "writes new keys or values into a KV cache";
   let description = [{
     `cache[b, position + t, :] = value[b, t, :]` for every row and step of
-    `value`. The cache is runtime-owned; its capacity bounds the positions.
+    `value`, rounded to half when the cache holds float16. The cache is
+    runtime-owned; its capacity bounds the positions.
 
     ```mlir
     tfm.cache_write %k, %cache[%step] : tensor<?x1x512xf32>, memref<?x?x512xf32>

@@ -62,4 +62,21 @@ def TfmQuantize : Pass<"tfm-quantize", "func::FuncOp"> {
   ];
 }
 
+def TfmHalfCaches : Pass<"tfm-half-caches", "ModuleOp"> {
+  let summary = "keeps attention keys and values in float16";
+  let description = [{
+    A decoder step reads every cached key and value of its batch: at large
+    batches that traffic, not arithmetic, bounds the attention kernels.
+    This pass halves it. Every function argument whose uses are all
+    key/value operands of `tfm.attention` (and, for a runtime-owned cache
+    tagged `tfm.cache`, `tfm.cache_write`) becomes float16; a function
+    result tagged `tfm.output` with the name of such an input (the encoder's
+    cross-attention keys/values, which the runtime hands to `decode_step`)
+    is rounded with `tfm.narrow` and becomes float16 too. Attention widens
+    keys and values as it loads them; `tfm.cache_write` rounds what it
+    stores. Queries, scores and sums stay float32. Part of the fused stage
+    for the float16 and int8 compute types.
+  }];
+}
+
 #endif // DIALECTS_TFM_TRANSFORMS_PASSES_TD

@@ -271,3 +271,27 @@ func.func @linear_i4(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi4>, %b: tensor<16xf
   %h = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xi4>, tensor<16xf32> -> tensor<?x?x16xf32>
   return
 }
+
+// -----
+
+func.func @attention_mixed_kv(%q: tensor<?x1x8xf32>, %k: tensor<?x?x8xf16>, %v: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{keys and values must have the same element type}}
+  %a = tfm.attention none %q, %k, %v heads 1 scale 0.35 : (tensor<?x1x8xf32>, tensor<?x?x8xf16>, tensor<?x?x8xf32>) -> tensor<?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @narrow_shape(%x: tensor<?x2x8xf32>) {
+  // expected-error @+1 {{result shape must match the input shape}}
+  %h = tfm.narrow %x : tensor<?x2x8xf32> -> tensor<?x3x8xf16>
+  return
+}
+
+// -----
+
+func.func @cache_i8(%x: tensor<?x1x8xf32>, %c: memref<?x?x8xi8>, %p: index) {
+  // expected-error @+1 {{operand #1 must be 3D memref of 32-bit float or 16-bit float values}}
+  tfm.cache_write %x, %c[%p] : tensor<?x1x8xf32>, memref<?x?x8xi8>
+  return
+}
