@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <limits>
 
 using namespace tfmc::runtime;
@@ -38,7 +39,7 @@ struct Row {
 /// exp(x) for x <= 0 in float: x = n ln2 + r with |r| <= ln2/2, exp(r) by
 /// its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the
 /// exponent bits. Written branch-free so that the loop below vectorises.
-inline float expNonPositive(float x) {
+__attribute__((always_inline)) inline float expNonPositive(float x) {
   x = x < -87.0f ? -87.0f : x;
   // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick.
   float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
@@ -56,9 +57,11 @@ inline float expNonPositive(float x) {
   return p * scale;
 }
 
-/// sum_v exp(logits[v] - max), eight partial sums at a time.
-template <int Unused = 0>
-inline float sumExpBody(const float *logits, int64_t vocab, float max) {
+/// sum_v exp(logits[v] - max), eight partial sums at a time. Always
+/// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
+/// the baseline).
+__attribute__((always_inline)) inline float
+sumExpBody(const float *logits, int64_t vocab, float max) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t v = 0;
   for (; v + 8 <= vocab; v += 8)
@@ -88,12 +91,65 @@ float sumExp(const float *logits, int64_t vocab, float max) {
               : sumExpGeneric(logits, vocab, max);
 }
 
-/// The log_softmax of one row is logits[v] - shift: its ranking is the
-/// logits' ranking, so only the chosen candidates need their value.
-float logSoftmaxShift(const float *logits, int64_t vocab) {
+constexpr int64_t kBlock = 16;
+
+/// The largest of each block of kBlock logits (NaNs ignored); returns the
+/// largest of all. `blocks` has ceil(vocab / kBlock) entries.
+__attribute__((target("avx2"))) float blockMaximaAvx2(const float *logits,
+                                                      int64_t vocab,
+                                                      float *blocks) {
+  const __m256 lowest =
+      _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 all = lowest;
+  int64_t b = 0, v = 0;
+  for (; v + kBlock <= vocab; v += kBlock, ++b) {
+    // max_ps(x, m) keeps m when x is NaN.
+    __m256 m = _mm256_max_ps(_mm256_loadu_ps(logits + v), lowest);
+    m = _mm256_max_ps(_mm256_loadu_ps(logits + v + 8), m);
+    all = _mm256_max_ps(m, all);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m),
+                          _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    blocks[b] = _mm_cvtss_f32(h);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, all);
   float max = -std::numeric_limits<float>::infinity();
-  for (int64_t v = 0; v < vocab; ++v)
-    max = std::max(max, logits[v]);
+  for (float x : lanes)
+    max = x > max ? x : max;
+  if (v < vocab) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (; v < vocab; ++v)
+      m = logits[v] > m ? logits[v] : m;
+    blocks[b] = m;
+    max = m > max ? m : max;
+  }
+  return max;
+}
+
+float blockMaximaGeneric(const float *logits, int64_t vocab, float *blocks) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0, v = 0; v < vocab; v += kBlock, ++b) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = v; i < std::min(v + kBlock, vocab); ++i)
+      m = logits[i] > m ? logits[i] : m;
+    blocks[b] = m;
+    max = m > max ? m : max;
+  }
+  return max;
+}
+
+float blockMaxima(const float *logits, int64_t vocab, float *blocks) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? blockMaximaAvx2(logits, vocab, blocks)
+              : blockMaximaGeneric(logits, vocab, blocks);
+}
+
+/// The log_softmax of one row is logits[v] - shift: its ranking is the
+/// logits' ranking, so only the chosen candidates need their value. `max`
+/// is the row's largest logit.
+float logSoftmaxShift(const float *logits, int64_t vocab, float max) {
   return max + std::log(sumExp(logits, vocab, max));
 }
 
@@ -131,6 +187,39 @@ private:
   std::vector<Candidate> items;
 };
 
+/// Gives the row's next hypotheses the decoder slots sources.size() ..
+/// + next.size() - 1 (appending their parents' slots to `sources` and
+/// their last tokens to `tokens`). A hypothesis whose parent's slot lies in
+/// that range takes it when no sibling did before: its KV cache is already
+/// there, so the decoder copies only for forks and moved rows. The order of
+/// `next` (what ties are broken by) is unchanged; only slots are assigned.
+void placeInSlots(std::vector<Active> &next, std::vector<int64_t> &sources,
+                  std::vector<int32_t> &tokens) {
+  auto first = static_cast<int64_t>(sources.size());
+  auto count = static_cast<int64_t>(next.size());
+  sources.resize(first + count, -1);
+  tokens.resize(first + count, 0);
+  std::vector<int64_t> chosen(next.size(), -1);
+  for (size_t i = 0; i < next.size(); ++i) {
+    int64_t parent = next[i].slot;
+    if (parent >= first && parent < first + count && sources[parent] < 0) {
+      sources[parent] = parent;
+      chosen[i] = parent;
+    }
+  }
+  int64_t free = first;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (chosen[i] < 0) {
+      while (sources[free] >= 0)
+        ++free;
+      sources[free] = next[i].slot;
+      chosen[i] = free;
+    }
+    next[i].slot = chosen[i];
+    tokens[chosen[i]] = next[i].ids.back();
+  }
+}
+
 } // namespace
 
 std::vector<std::vector<Hypothesis>>
@@ -152,6 +241,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   std::vector<float> guarded;
   bool guards = guardsActive(options);
   TopCandidates top(2 * beam);
+  std::vector<float> blockMax((vocab + kBlock - 1) / kBlock);
 
   for (int64_t step = 0; step < longest; ++step) {
     const float *logits = decoder.step(tokens);
@@ -175,20 +265,17 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
           banned = repeatedNgramTokens(a.ids, options.noRepeatNgramSize);
           hypothesisLogits = guarded.data();
         }
-        float shift = logSoftmaxShift(hypothesisLogits, vocab);
+        float max = blockMaxima(hypothesisLogits, vocab, blockMax.data());
+        float shift = logSoftmaxShift(hypothesisLogits, vocab, max);
         bool allowEos = static_cast<int64_t>(a.ids.size()) >= options.minLength;
         top.clear();
         const int32_t *nextBanned = banned.data();
         const int32_t *bannedEnd = banned.data() + banned.size();
         // Blocks of 16 logits whose largest cannot enter are skipped whole
         // (most of them, once the first 2K are in).
-        constexpr int64_t kBlock = 16;
         for (int64_t first = 0; first < vocab; first += kBlock) {
           int64_t end = std::min(first + kBlock, vocab);
-          float blockMax = hypothesisLogits[first];
-          for (int64_t v = first + 1; v < end; ++v)
-            blockMax = std::max(blockMax, hypothesisLogits[v]);
-          if (!top.wants(blockMax))
+          if (!top.wants(blockMax[first / kBlock]))
             continue;
           for (int64_t v = first; v < end; ++v) {
             auto id = static_cast<int32_t>(v);
@@ -249,11 +336,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
         row.done = true;
         continue;
       }
-      for (Active &a : next) {
-        sources.push_back(a.slot);
-        a.slot = static_cast<int64_t>(sources.size()) - 1;
-        nextTokens.push_back(a.ids.back());
-      }
+      placeInSlots(next, sources, nextTokens);
       row.active = std::move(next);
     }
     if (sources.empty())
