@@ -162,15 +162,17 @@ public:
   }
 
   /// Cross-attention over precomputed keys and values (decode_step).
+  /// Cross-attention over keys/values the encoder computed: `keyRows`
+  /// names the source row each query row (hypothesis) reads.
   Value cachedCrossAttention(Value query, const std::string &prefix, Value keys,
-                             Value values, Value keyLengths) {
+                             Value values, Value keyLengths, Value keyRows) {
     Value q = linear(query, prefix + ".query_linear");
     auto scale = static_cast<float>(1.0 / std::sqrt(double(arch.headDim())));
     Value a = b.create<tfm::AttentionOp>(
         loc(prefix), q.getType(),
         tfm::MaskKindAttr::get(b.getContext(), tfm::MaskKind::padding), q, keys,
         values, b.getI64IntegerAttr(arch.numHeads), b.getF32FloatAttr(scale),
-        keyLengths, Value(), Value());
+        keyLengths, keyRows, Value(), Value());
     return linear(a, prefix + ".output_linear");
   }
 
@@ -281,6 +283,7 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
   Value tokens = fb.input("tokens", tokensType);
   Value step = fb.input("step", b.getIndexType());
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
+  Value crossRows = fb.input("cross_rows", m.lengthsType);
   Value pe = fb.input("positional_table", m.positionalTable);
   SmallVector<Value> crossKeys, crossValues, selfKeys, selfValues;
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
@@ -307,7 +310,7 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
         [&](Value x) {
           return m.cachedCrossAttention(x, p + ".enc_dec_attention",
                                         crossKeys[i], crossValues[i],
-                                        srcLengths);
+                                        srcLengths, crossRows);
         });
   }
   y = m.finalDecoderNorm(y);

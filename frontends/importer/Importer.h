@@ -3,9 +3,10 @@
 // Builds the functions the runtime calls, in the `tfm` dialect:
 //   encode(src_ids, src_lengths, positional_table, weights...)
 //       -> (cross_key.L, cross_value.L for every decoder layer L)
-//   decode_step(tokens, step, src_lengths, positional_table,
+//   decode_step(tokens, step, src_lengths, cross_rows, positional_table,
 //               cross_key.L, cross_value.L..., self_key.L, self_value.L...,
 //               weights...) -> logits [batch, 1, target vocab]
+//       (cross_rows[b]: the row of cross_key/cross_value hypothesis b reads)
 //   forward(src_ids, src_lengths, tgt_ids, tgt_lengths, positional_table,
 //           weights...) -> logits [batch, target length, target vocab]
 //   encode_states(src_ids, src_lengths, positional_table, weights...)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <immintrin.h>
 #include <limits>
 
@@ -220,6 +221,37 @@ void placeInSlots(std::vector<Active> &next, std::vector<int64_t> &sources,
   }
 }
 
+/// Whether the row's first `wanted` results are already fixed: that many
+/// hypotheses have finished and none of `next` can ever finish above the
+/// wanted-th of them. Log-probabilities are <= 0, so a descendant of `a`
+/// scores at most a.score, and a.score / L^alpha over the lengths still
+/// possible (a.ids.size() + 1 up to `limit`) is largest at one of the two
+/// ends. A later hypothesis with an equal score ranks after the earlier
+/// ones, so equality is enough; the small margin absorbs pow's rounding
+/// between the ends. NaN scores never settle a row.
+bool resultsSettled(const Row &row, const std::vector<Active> &next,
+                    int64_t wanted, int64_t limit, double alpha) {
+  if (static_cast<int64_t>(row.finished.size()) < wanted)
+    return false;
+  std::vector<double> scores;
+  scores.reserve(row.finished.size());
+  for (const Finished &f : row.finished)
+    scores.push_back(f.hypothesis.score);
+  std::nth_element(scores.begin(), scores.begin() + (wanted - 1), scores.end(),
+                   std::greater<double>());
+  double threshold = scores[wanted - 1];
+  threshold -= 1e-12 * std::fabs(threshold);
+  for (const Active &a : next) {
+    auto shortest = static_cast<int64_t>(a.ids.size()) + 1;
+    double reachable =
+        std::max(normalised(a.score, std::min(shortest, limit), alpha),
+                 normalised(a.score, limit, alpha));
+    if (!(reachable <= threshold))
+      return false;
+  }
+  return true;
+}
+
 } // namespace
 
 std::vector<std::vector<Hypothesis>>
@@ -241,6 +273,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   std::vector<float> guarded;
   bool guards = guardsActive(options);
   TopCandidates top(2 * beam);
+  int64_t wanted = std::clamp<int64_t>(options.nBest, 1, beam);
   std::vector<float> blockMax((vocab + kBlock - 1) / kBlock);
 
   for (int64_t step = 0; step < longest; ++step) {
@@ -336,6 +369,12 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
         row.done = true;
         continue;
       }
+      // Only the n-best are returned: once no active hypothesis can change
+      // them, the row stops without changing its results.
+      if (resultsSettled(row, next, wanted, limit[r], options.lengthPenalty)) {
+        row.done = true;
+        continue;
+      }
       placeInSlots(next, sources, nextTokens);
       row.active = std::move(next);
     }
@@ -354,7 +393,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
                          return x.hypothesis.score > y.hypothesis.score;
                        return x.order < y.order;
                      });
-    for (size_t i = 0; i < f.size() && static_cast<int64_t>(i) < beam; ++i)
+    for (size_t i = 0; i < f.size() && static_cast<int64_t>(i) < wanted; ++i)
       results[r].push_back(std::move(f[i].hypothesis));
   }
   return results;

@@ -29,7 +29,6 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
       slots(src.rows * std::max<int64_t>(shape.slotsPerRow, 1)),
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
-  bool beams = slots > src.rows;
   // Argument indices of the per-layer buffers, looked up once rather than
   // by name at every step.
   for (int64_t l = 0; l < layers; ++l) {
@@ -44,18 +43,13 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
     selfBytes = elementBytes(frame, selfArgs[0]);
   }
   for (int64_t l = 0; l < 2 * layers; ++l) {
-    rowStore.push_back(acquire(src.rows * src.length * dModel, crossBytes));
-    // Greedy decoding never forks: slots are rows, compacted in place, and
-    // the row store itself serves as the slots' cross keys/values.
-    if (beams)
-      cross.push_back(acquire(slots * src.length * dModel, crossBytes));
+    cross.push_back(acquire(src.rows * src.length * dModel, crossBytes));
     self.push_back(acquire(slots * capacity * dModel, selfBytes));
   }
-  // Slot r holds row r; the other slots hold no row yet (their cross
-  // keys/values are written when a hypothesis first moves there).
-  slotRow.assign(slots, -1);
-  for (int64_t r = 0; r < src.rows; ++r)
-    slotRow[r] = r;
+  // Slot r holds row r; the other slots hold no hypothesis yet.
+  slotRow.resize(slots);
+  for (int64_t s = 0; s < slots; ++s)
+    slotRow[s] = static_cast<int32_t>(std::min<int64_t>(s, src.rows - 1));
   slotLengths.resize(slots);
   std::copy(src.lengths.data(), src.lengths.data() + src.rows,
             slotLengths.data());
@@ -80,17 +74,11 @@ llvm::Error BatchDecoder::encode() {
   f.bind("src_lengths", src.lengths.data(), {src.rows});
   for (int64_t l = 0; l < layers; ++l) {
     std::string n = std::to_string(l);
-    f.bind("cross_key." + n, rowStore[2 * l], {src.rows, src.length, dModel});
-    f.bind("cross_value." + n, rowStore[2 * l + 1],
+    f.bind("cross_key." + n, cross[2 * l], {src.rows, src.length, dModel});
+    f.bind("cross_value." + n, cross[2 * l + 1],
            {src.rows, src.length, dModel});
   }
-  if (llvm::Error e = f.call())
-    return e;
-  // Slot r holds row r to begin with.
-  int64_t rowBytes = src.length * dModel * crossBytes;
-  for (size_t i = 0; i < cross.size(); ++i)
-    std::memcpy(cross[i], rowStore[i], src.rows * rowBytes);
-  return llvm::Error::success();
+  return f.call();
 }
 
 llvm::Error BatchDecoder::takeError() {
@@ -104,9 +92,9 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   frame.bind("tokens", tokens.data(), {active, 1});
   frame.bindScalar("step", position);
   frame.bind("src_lengths", slotLengths.data(), {active});
-  std::vector<char *> &crossSlots = cross.empty() ? rowStore : cross;
+  frame.bind("cross_rows", slotRow.data(), {active});
   for (int64_t i = 0; i < 2 * layers; ++i) {
-    frame.bind(crossArgs[i], crossSlots[i], {active, src.length, dModel});
+    frame.bind(crossArgs[i], cross[i], {src.rows, src.length, dModel});
     frame.bind(selfArgs[i], self[i], {active, capacity, dModel});
   }
   frame.bind("logits", logits.data(), {active, 1, vocab});
@@ -131,15 +119,13 @@ void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
   auto n = static_cast<int64_t>(sources.size());
   if (n > slots)
     llvm::report_fatal_error("tfmc: more hypotheses than decoder slots");
-  std::vector<int64_t> newRows(n);
-  for (int64_t i = 0; i < n; ++i)
-    newRows[i] = slotRow[sources[i]];
   moveSelfCaches(sources);
-  placeCrossRows(sources, newRows);
-  std::vector<int32_t> lengths(slotLengths.data(), slotLengths.data() + active);
-  for (int64_t i = 0; i < n; ++i)
-    slotLengths[i] = lengths[sources[i]];
-  std::copy(newRows.begin(), newRows.end(), slotRow.begin());
+  // Lengths and rows follow their hypotheses.
+  for (Buffer<int32_t> *perSlot : {&slotLengths, &slotRow}) {
+    std::vector<int32_t> old(perSlot->data(), perSlot->data() + active);
+    for (int64_t i = 0; i < n; ++i)
+      (*perSlot)[i] = old[sources[i]];
+  }
   active = n;
 }
 
@@ -194,31 +180,5 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
           savedAt[j] >= 0 ? save + savedAt[j] * rowSize : data + j * rowSize;
       std::memcpy(data + i * rowSize, from, usedBytes);
     }
-  }
-}
-
-void BatchDecoder::placeCrossRows(llvm::ArrayRef<int64_t> sources,
-                                  llvm::ArrayRef<int64_t> newRows) {
-  auto n = static_cast<int64_t>(newRows.size());
-  int64_t rowSize = src.length * dModel * crossBytes; // bytes per row
-  if (cross.empty()) {
-    // Greedy: slots are rows compacted in place (sources ascending, see
-    // moveSelfCaches), so the row store moves like the self caches.
-    for (size_t b = 0; b < rowStore.size(); ++b)
-      for (int64_t i = 0; i < n; ++i)
-        if (sources[i] != i)
-          std::memcpy(rowStore[b] + i * rowSize,
-                      rowStore[b] + sources[i] * rowSize,
-                      rowSize);
-    return;
-  }
-  // Beams: a slot is rewritten only when it starts holding another row,
-  // from that row's untouched copy in the row store.
-  for (int64_t i = 0; i < n; ++i) {
-    if (newRows[i] == slotRow[i])
-      continue;
-    for (size_t b = 0; b < cross.size(); ++b)
-      std::memcpy(cross[b] + i * rowSize, rowStore[b] + newRows[i] * rowSize,
-                  rowSize);
   }
 }

@@ -9,8 +9,8 @@
 // compiled step runs over a dense batch. Reordering them (beams that fork,
 // hypotheses and rows that finish) never allocates:
 //  * cross-attention keys/values depend only on the source row: they are
-//    kept once per row (rowStore) and copied into a slot only when the slot
-//    starts holding another row (a row's first fork, rows leaving);
+//    kept once per row, where the encoder wrote them, and never move;
+//    decode_step reads them through `cross_rows` (each slot's row);
 //  * self-attention caches move only the slots whose parent changed, and
 //    only their filled positions; a slot that is both read and overwritten
 //    is saved to a scratch area first.
@@ -70,8 +70,6 @@ public:
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
-  void placeCrossRows(llvm::ArrayRef<int64_t> sources,
-                      llvm::ArrayRef<int64_t> newRows);
 
   CallFrame &encodeFrame, &frame;
   DecoderArena &arena;
@@ -86,14 +84,14 @@ private:
   /// Bytes per element of the cross-attention keys/values and of the self
   /// caches.
   int64_t crossBytes = sizeof(float), selfBytes = sizeof(float);
-  /// [2 * layer + {0: keys, 1: values}]: per source row (from the encoder)
-  /// and per slot (what decode_step reads).
-  std::vector<char *> rowStore, cross, self;
+  /// [2 * layer + {0: keys, 1: values}]: cross-attention keys/values per
+  /// source row (from the encoder) and self-attention caches per slot.
+  std::vector<char *> cross, self;
   /// Self caches of slots saved during a reorder.
   std::vector<char *> scratch;
-  /// The source row each slot holds, and each slot's source length.
-  std::vector<int64_t> slotRow;
-  Buffer<int32_t> slotLengths;
+  /// The source row each slot holds (decode_step's cross_rows), and each
+  /// slot's source length.
+  Buffer<int32_t> slotRow, slotLengths;
   /// decode_step's argument index of cross[i] and self[i].
   std::vector<int> crossArgs, selfArgs;
   Buffer<int32_t> tokens;

@@ -113,6 +113,39 @@ void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options) {
   options.repetitionPenalty = o.getNumber("repetition_penalty").value_or(1.0);
 }
 
+/// A beam fixture's expected results: "i ||| ids ||| score" lines, best
+/// first per input.
+std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
+                                               size_t inputs) {
+  std::vector<std::vector<Hypothesis>> expected(inputs);
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(static_cast<bool>(buffer)) << path;
+  if (!buffer)
+    return expected;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    line.split(parts, "|||");
+    size_t index = 0;
+    Hypothesis h;
+    bool bad = parts.size() != 3 || parts[0].trim().getAsInteger(10, index) ||
+               parts[2].trim().getAsDouble(h.score) || index >= inputs;
+    llvm::SmallVector<llvm::StringRef> ids;
+    if (!bad)
+      parts[1].split(ids, ' ', -1, false);
+    for (llvm::StringRef id : ids) {
+      int32_t v;
+      bad = bad || id.getAsInteger(10, v);
+      h.ids.push_back(v);
+    }
+    EXPECT_FALSE(bad) << path << ": " << line.str();
+    if (!bad)
+      expected[index].push_back(std::move(h));
+  }
+  return expected;
+}
+
 /// A fixture run on one kernel path: oneDNN library calls or compiled loops.
 using Case = std::tuple<std::string, bool>;
 
@@ -212,31 +245,10 @@ TEST_P(Reference, BeamMatches) {
     readDecodingOptions(*o, options);
     options.beamSize = *o->getInteger("beam_size");
     options.lengthPenalty = *o->getNumber("length_penalty");
+    options.nBest = o->getInteger("n_best").value_or(options.beamSize);
     std::string file = o->getString("file")->str();
-    // Expected: "i ||| ids ||| score" lines, best first per input.
-    auto buffer = llvm::MemoryBuffer::getFile(fixturePath(name(), file));
-    ASSERT_TRUE(static_cast<bool>(buffer)) << file;
-    std::vector<std::vector<Hypothesis>> expected(src.size());
-    llvm::SmallVector<llvm::StringRef> lines;
-    (*buffer)->getBuffer().split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines) {
-      llvm::SmallVector<llvm::StringRef> parts;
-      line.split(parts, "|||");
-      ASSERT_EQ(parts.size(), 3u) << line.str();
-      size_t index;
-      ASSERT_FALSE(parts[0].trim().getAsInteger(10, index));
-      Hypothesis h;
-      llvm::SmallVector<llvm::StringRef> ids;
-      parts[1].split(ids, ' ', -1, false);
-      for (llvm::StringRef id : ids) {
-        int32_t v;
-        ASSERT_FALSE(id.getAsInteger(10, v));
-        h.ids.push_back(v);
-      }
-      ASSERT_FALSE(parts[2].trim().getAsDouble(h.score));
-      ASSERT_LT(index, expected.size());
-      expected[index].push_back(std::move(h));
-    }
+    std::vector<std::vector<Hypothesis>> expected =
+        readNBest(fixturePath(name(), file), src.size());
     auto out = model().translateBeam(src, options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     for (size_t i = 0; i < src.size(); ++i) {
@@ -249,6 +261,57 @@ TEST_P(Reference, BeamMatches) {
       }
     }
   }
+}
+
+/// With fewer results wanted than the beam holds, a row stops as soon as no
+/// active hypothesis can change them; what it returns must still be the
+/// reference's first hypotheses, which ran every row to its K-th finished
+/// one.
+TEST_P(Reference, BeamStoppedEarlyKeepsTheBest) {
+  llvm::json::Object c = cases();
+  const llvm::json::Array *beams = c.getArray("beam");
+  ASSERT_NE(beams, nullptr);
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  bool stoppedEarly = false;
+  for (const llvm::json::Value &b : *beams) {
+    const llvm::json::Object *o = b.getAsObject();
+    ASSERT_NE(o, nullptr);
+    SearchOptions options;
+    readDecodingOptions(*o, options);
+    options.beamSize = *o->getInteger("beam_size");
+    options.lengthPenalty = *o->getNumber("length_penalty");
+    std::string file = o->getString("file")->str();
+    std::vector<std::vector<Hypothesis>> expected =
+        readNBest(fixturePath(name(), file), src.size());
+    options.nBest = options.beamSize;
+    int64_t before = model().decodedRows();
+    ASSERT_TRUE(static_cast<bool>(model().translateBeam(src, options)));
+    int64_t fullRows = model().decodedRows() - before;
+    for (int64_t wanted = 1; wanted < options.beamSize; ++wanted) {
+      options.nBest = wanted;
+      before = model().decodedRows();
+      auto out = model().translateBeam(src, options);
+      int64_t rows = model().decodedRows() - before;
+      EXPECT_LE(rows, fullRows) << file << " n-best " << wanted;
+      stoppedEarly = stoppedEarly || rows < fullRows;
+      ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+      for (size_t i = 0; i < src.size(); ++i) {
+        size_t want = std::min<size_t>(wanted, expected[i].size());
+        ASSERT_EQ((*out)[i].size(), want) << file << " input " << i;
+        for (size_t k = 0; k < want; ++k) {
+          EXPECT_EQ((*out)[i][k].ids, expected[i][k].ids)
+              << file << " n-best " << wanted << " input " << i << " rank "
+              << k;
+          EXPECT_NEAR((*out)[i][k].score, expected[i][k].score, 1e-4)
+              << file << " n-best " << wanted << " input " << i;
+        }
+      }
+    }
+  }
+  // Whether any row ended early depends on the fixture's scores (most do);
+  // the lit test translate-beam-early-stop.test requires it on the bundled
+  // model.
+  RecordProperty("stopped_early", stoppedEarly ? "yes" : "no");
 }
 
 TEST_P(Reference, BeamOfOneIsGreedy) {

@@ -569,25 +569,28 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
     Value queryOffset =
         adaptor.getQueryOffset() ? adaptor.getQueryOffset() : zero;
     bool hasLengths = static_cast<bool>(adaptor.getKeyLengths());
+    bool hasRows = static_cast<bool>(adaptor.getKeyRows());
     SmallVector<Value> args{adaptor.getQuery(), adaptor.getKey(),
                             adaptor.getValue()};
     if (hasLengths)
       args.push_back(adaptor.getKeyLengths());
+    if (hasRows)
+      args.push_back(adaptor.getKeyRows());
     args.append({queryOffset, kvLength, out});
     std::string base = ("attention_" + stringifyMaskKind(mask)).str() + "_h" +
-                       std::to_string(heads);
+                       std::to_string(heads) + (hasRows ? "_rows" : "");
     callKernel(rewriter, op, base, args, [&](KernelBuilder &k, ValueRange a) {
       Value q = a[0], key = a[1], value = a[2];
       Value lengths = hasLengths ? a[3] : Value();
-      ValueRange rest = a.drop_front(hasLengths ? 4 : 3);
+      Value rows = hasRows ? a[hasLengths ? 4 : 3] : Value();
+      ValueRange rest = a.drop_front(3 + hasLengths + hasRows);
       Value offset = rest[0], kvLimit = rest[1], result = rest[2];
+      Operands in{q, key, value, lengths, rows, offset, kvLimit, result};
       bool causal = mask == MaskKind::causal;
       if ((dModel / heads) % kLanes == 0)
-        emitVectorAttention(k, q, key, value, lengths, offset, kvLimit, result,
-                            dModel, heads, scaleValue, causal);
+        emitVectorAttention(k, in, dModel, heads, scaleValue, causal);
       else
-        emitAttention(k, q, key, value, lengths, offset, kvLimit, result,
-                      dModel, heads, scaleValue, causal);
+        emitAttention(k, in, dModel, heads, scaleValue, causal);
     });
     rewriter.replaceOp(op, out);
     return success();
@@ -605,6 +608,20 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   /// Keys whose dot products are computed together there.
   static constexpr int64_t kKeyGroup = 4;
 
+  /// The kernel's arguments; `lengths` and `rows` may be null.
+  struct Operands {
+    Value q, key, value, lengths, rows, queryOffset, kvLimit, out;
+  };
+
+  /// The row of keys/values query row `b` reads: `rows[b]` clamped to the
+  /// key rows there are, or `b` itself.
+  static Value keyRow(KernelBuilder &k, const Operands &in, Value b) {
+    if (!in.rows)
+      return b;
+    Value last = k.addIndex(k.dim(in.key, 0), k.index(-1));
+    return k.clampedIndex(k.load(in.rows, {b}), k.index(0), last);
+  }
+
   /// The same algorithm with explicit vectors, for head sizes that are a
   /// multiple of kLanes. Left to the loop vectoriser, a dot product over
   /// one head is a single chain of dependent FMAs per key and the weighted
@@ -612,11 +629,11 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   /// head stays in registers, kKeyGroup keys are scored at once (independent
   /// chains), and the weighted sum is a set of register accumulators
   /// carried through the key loop and stored once at the end.
-  static void emitVectorAttention(KernelBuilder &k, Value q, Value key,
-                                  Value value, Value lengths,
-                                  Value queryOffset, Value kvLimit, Value out,
+  static void emitVectorAttention(KernelBuilder &k, const Operands &in,
                                   int64_t dModel, int64_t heads,
                                   float scaleValue, bool causal) {
+    Value q = in.q, key = in.key, value = in.value, lengths = in.lengths,
+          queryOffset = in.queryOffset, kvLimit = in.kvLimit, out = in.out;
     OpBuilder &ob = k.builder();
     int64_t chunks = dModel / heads / kLanes;
     Value zero = k.index(0);
@@ -629,6 +646,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
         k.location(), MemRefType::get({kKeyBlock}, ob.getF32Type()),
         ob.getI64IntegerAttr(64));
     k.loop(zero, k.dim(q, 0), [&](Value b) {
+      Value kb = keyRow(k, in, b);
       Value rowKeys = keyCount;
       if (lengths)
         rowKeys = k.clampedIndex(k.load(lengths, {b}), zero, keyCount);
@@ -651,7 +669,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
             for (int64_t c = 0; c < chunks; ++c)
               for (int64_t i = 0; i < count; ++i) {
                 Value kj = k.addIndex(k.addIndex(first, j0), k.index(i));
-                acc[i] = k.fma(query[c], k.vload(key, {b, kj, column(c)}, kLanes),
+                acc[i] = k.fma(query[c], k.vload(key, {kb, kj, column(c)}, kLanes),
                                acc[i]);
               }
             for (int64_t i = 0; i < count; ++i)
@@ -695,7 +713,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
               SmallVector<Value> next;
               for (int64_t c = 0; c < chunks; ++c)
                 next.push_back(
-                    k.fma(w, k.vload(value, {b, kj, column(c)}, kLanes), acc[c]));
+                    k.fma(w, k.vload(value, {kb, kj, column(c)}, kLanes), acc[c]));
               return next;
             });
             SmallVector<Value> result{newMax,
@@ -722,10 +740,11 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
     });
   }
 
-  static void emitAttention(KernelBuilder &k, Value q, Value key, Value value,
-                            Value lengths, Value queryOffset, Value kvLimit,
-                            Value out, int64_t dModel, int64_t heads,
-                            float scaleValue, bool causal) {
+  static void emitAttention(KernelBuilder &k, const Operands &in,
+                            int64_t dModel, int64_t heads, float scaleValue,
+                            bool causal) {
+    Value q = in.q, key = in.key, value = in.value, lengths = in.lengths,
+          queryOffset = in.queryOffset, kvLimit = in.kvLimit, out = in.out;
     OpBuilder &ob = k.builder();
     Value zero = k.index(0);
     Value headDim = k.index(dModel / heads);
@@ -737,6 +756,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
         k.location(), MemRefType::get({kKeyBlock}, ob.getF32Type()),
         ob.getI64IntegerAttr(64));
     k.loop(zero, k.dim(q, 0), [&](Value b) {
+      Value kb = keyRow(k, in, b);
       Value rowKeys = keyCount;
       if (lengths)
         rowKeys = k.clampedIndex(k.load(lengths, {b}), zero, keyCount);
@@ -762,7 +782,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
                                [&](Value d, ValueRange acc) {
                                  Value c = k.addIndex(base, d);
                                  Value p = k.mul(k.load(q, {b, t, c}),
-                                                 k.loadWide(key, {b, kj, c}));
+                                                 k.loadWide(key, {kb, kj, c}));
                                  return SmallVector<Value>{k.add(acc[0], p)};
                                })[0];
                   Value s = k.mul(dot, scale);
@@ -787,7 +807,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
               k.loop(zero, headDim, [&](Value d) {
                 Value c = k.addIndex(base, d);
                 k.store(k.add(k.load(out, {b, t, c}),
-                              k.mul(w, k.loadWide(value, {b, kj, c}))),
+                              k.mul(w, k.loadWide(value, {kb, kj, c}))),
                         out, {b, t, c});
               });
             });

@@ -241,9 +241,15 @@ LogicalResult AttentionOp::verify() {
     if (!compatible(lastDim(kv), d))
       return emitOpError() << "key/value width " << lastDim(kv)
                            << " does not match the query width " << d;
-    if (!compatible(dim(kv, 0), dim(getQuery(), 0)))
+    // With key_rows, keys/values have their own rows (one per source).
+    if (!getKeyRows() && !compatible(dim(kv, 0), dim(getQuery(), 0)))
       return emitOpError("query and key/value batch sizes differ");
   }
+  if (getKeyRows() && !compatible(dim(getKeyRows(), 0), dim(getQuery(), 0)))
+    return emitOpError() << "key_rows has " << dim(getKeyRows(), 0)
+                         << " rows, expected " << dim(getQuery(), 0);
+  if (getKeyRows() && !compatible(dim(getKey(), 0), dim(getValue(), 0)))
+    return emitOpError("keys and values have different row counts");
   if (!compatible(dim(getKey(), 1), dim(getValue(), 1)))
     return emitOpError("keys and values have different lengths");
   if (cast<ShapedType>(getKey().getType()).getElementType() !=

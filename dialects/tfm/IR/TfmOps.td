@@ -291,8 +291,12 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
     visible; `padding` hides `j >= key_lengths[b]`; `causal` hides
     `j > query_offset + t`. A query with no visible key yields zeros.
     Keys and values are tensors or runtime-owned caches (memrefs) read in
-    place. The lowering computes the softmax online (running max and sum),
-    so no `[batch, heads, q_len, k_len]` buffer ever exists.
+    place. With `key_rows`, query row `b` attends to the keys and values of
+    row `key_rows[b]` (clamped to the rows there are), so hypotheses of one
+    source (beam search) share one copy of its encoder keys/values; without
+    it, row `b` reads row `b`. The lowering computes the softmax online
+    (running max and sum), so no `[batch, heads, q_len, k_len]` buffer ever
+    exists.
 
     ```mlir
     %o = tfm.attention padding %q, %k, %v heads 8 scale 0.125
@@ -306,12 +310,14 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
                        F32Attr:$scale,
                        Optional<Tfm_Lengths>:$key_lengths,
+                       Optional<Tfm_Lengths>:$key_rows,
                        Optional<Index>:$query_offset,
                        Optional<Index>:$kv_length);
   let results = (outs Tfm_Activations:$result);
   let assemblyFormat = [{
     $mask_kind $query `,` $key `,` $value `heads` $num_heads `scale` $scale
     (`key_lengths` `(` $key_lengths^ `)`)?
+    (`key_rows` `(` $key_rows^ `)`)?
     (`query_offset` `(` $query_offset^ `)`)?
     (`kv_length` `(` $kv_length^ `)`)?
     attr-dict `:` functional-type(operands, results)

@@ -55,7 +55,7 @@ struct LowerMultiHeadAttention : public OpRewritePattern<MultiHeadAttentionOp> {
     Value attended = rewriter.create<AttentionOp>(
         loc, query.getType(), op.getMaskKindAttr(), query, key, value,
         op.getNumHeadsAttr(), rewriter.getF32FloatAttr(scale),
-        op.getKeyLengths(), queryOffset, kvLength);
+        op.getKeyLengths(), /*key_rows=*/Value(), queryOffset, kvLength);
     rewriter.replaceOp(
         op, project(attended, op.getOutputWeight(), op.getOutputBias()));
     return success();

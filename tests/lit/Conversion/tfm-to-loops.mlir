@@ -65,6 +65,31 @@ func.func @attention(%q: tensor<?x?x8xf32>, %k: memref<?x?x8xf32>, %l: tensor<?x
 
 // -----
 
+// With key_rows, query row b reads the keys/values of row key_rows[b]
+// (beam hypotheses sharing their source's encoder keys/values): the row is
+// loaded, clamped to the key rows there are, and used as the keys' and the
+// values' row index (head size 8: the explicit-vector kernel).
+// CHECK-LABEL: func.func @attention_key_rows
+// CHECK: call @tfm_attention_padding_h1_rows.DxDx8.DxDx8.DxDx8.Di32.Di32.i.i.DxDx8
+// CHECK: func.func private @tfm_attention_padding_h1_rows
+// CHECK-SAME: %[[K:[^:]+]]: memref<?x?x8xf32>, %[[V:[^:]+]]: memref<?x?x8xf32>, %[[LEN:[^:]+]]: memref<?xi32>, %[[ROWS:[^:]+]]: memref<?xi32>
+// CHECK: scf.for %[[B:.+]] = %{{.+}} to
+// CHECK: %[[KEYROWS:.+]] = memref.dim %[[K]], %c0
+// CHECK: %[[LAST:.+]] = arith.addi %[[KEYROWS]], %c-1
+// CHECK: %[[R:.+]] = memref.load %[[ROWS]][%[[B]]]
+// CHECK: %[[RI:.+]] = arith.index_cast %[[R]]
+// CHECK: %[[LO:.+]] = arith.maxsi %[[RI]], %c0
+// CHECK: %[[KB:.+]] = arith.minsi %[[LO]], %[[LAST]]
+// CHECK: vector.load %[[K]][%[[KB]],
+// CHECK: vector.load %[[V]][%[[KB]],
+func.func @attention_key_rows(%q: tensor<?x1x8xf32>, %k: tensor<?x?x8xf32>, %l: tensor<?xi32>, %r: tensor<?xi32>) -> tensor<?x1x8xf32> {
+  %o = tfm.attention padding %q, %k, %k heads 1 scale 0.5 key_lengths(%l) key_rows(%r)
+      : (tensor<?x1x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x8xf32>
+  return %o : tensor<?x1x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @cache_write
 // CHECK-SAME: (%[[V:.+]]: memref<?x1x8xf32>, %[[C:.+]]: memref<?x?x8xf32>, %[[P:.+]]: index)
 // The step's [B, 1, D] shape is generalised so the kernel is shared with

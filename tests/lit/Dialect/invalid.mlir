@@ -202,6 +202,22 @@ func.func @attention_batch(%q: tensor<2x?x8xf32>, %k: tensor<3x?x8xf32>) {
 
 // -----
 
+func.func @attention_key_rows_count(%q: tensor<2x1x8xf32>, %k: tensor<3x?x8xf32>, %l: tensor<2xi32>, %r: tensor<4xi32>) {
+  // expected-error @+1 {{key_rows has 4 rows, expected 2}}
+  %o = tfm.attention padding %q, %k, %k heads 2 scale 1.0 key_lengths(%l) key_rows(%r) : (tensor<2x1x8xf32>, tensor<3x?x8xf32>, tensor<3x?x8xf32>, tensor<2xi32>, tensor<4xi32>) -> tensor<2x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_rows_kv(%q: tensor<2x1x8xf32>, %k: tensor<3x?x8xf32>, %v: tensor<4x?x8xf32>, %l: tensor<2xi32>, %r: tensor<2xi32>) {
+  // expected-error @+1 {{keys and values have different row counts}}
+  %o = tfm.attention padding %q, %k, %v heads 2 scale 1.0 key_lengths(%l) key_rows(%r) : (tensor<2x1x8xf32>, tensor<3x?x8xf32>, tensor<4x?x8xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_offset(%q: tensor<?x?x8xf32>, %s: index) {
   // expected-error @+1 {{query_offset only applies to a causal mask}}
   %o = tfm.attention none %q, %q, %q heads 2 scale 1.0 query_offset(%s) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, index) -> tensor<?x?x8xf32>

@@ -42,6 +42,9 @@ func.func @attention(%x: tensor<?x?x8xf32>, %mem: tensor<?x?x8xf32>,
   // CHECK: tfm.attention causal %{{.*}}, %{{.*}}, %{{.*}} heads 2 scale 5.000000e-01 query_offset(%{{.*}}) kv_length(%{{.*}}) :
   %o = tfm.attention causal %x, %kc, %vc heads 2 scale 0.5 query_offset(%step) kv_length(%step)
       : (tensor<?x?x8xf32>, memref<?x?x8xf32>, memref<?x?x8xf32>, index, index) -> tensor<?x?x8xf32>
+  // CHECK: tfm.attention padding %{{.*}}, %{{.*}}, %{{.*}} heads 2 scale 5.000000e-01 key_lengths(%{{.*}}) key_rows(%{{.*}}) :
+  %o3 = tfm.attention padding %x, %mem, %mem heads 2 scale 0.5 key_lengths(%len) key_rows(%len)
+      : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x?x8xf32>
   // CHECK: tfm.attention none %{{.*}}, %{{.*}}, %{{.*}} heads 1 scale 1.000000e+00 :
   %o2 = tfm.attention none %x, %mem, %mem heads 1 scale 1.0
       : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
