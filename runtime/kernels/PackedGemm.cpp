@@ -1,5 +1,6 @@
 //===- PackedGemm.cpp - small-M linear layers on pre-packed weights -------===//
 #include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/PackedGemmIsa.h"
 
 #include "runtime/kernels/KernelAbi.h"
 
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 using namespace tfmc::runtime;
@@ -17,6 +19,21 @@ bool packed::availableOnThisCpu() {
   static const bool ok =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok;
+}
+
+bool packed::runs(Isa isa) {
+  return isa == Isa::Avx2 ? availableOnThisCpu()
+                          : availableOnThisCpu() && avx512::available();
+}
+
+Isa packed::preferredIsa() {
+  static const Isa isa = [] {
+    const char *forced = std::getenv("TFMC_KERNEL_ISA");
+    if (forced && std::strcmp(forced, "avx2") == 0)
+      return Isa::Avx2;
+    return runs(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2;
+  }();
+  return isa;
 }
 
 namespace {
@@ -105,10 +122,26 @@ tileRows(int rows, const float *x, int64_t k, const void *panel,
   }
 }
 
+/// y = act(y) in place, as KernelActivation.
+__attribute__((target("avx2"))) void activate(float *y, int64_t total,
+                                             int32_t activation) {
+  if (activation == static_cast<int32_t>(KernelActivation::Relu)) {
+    const __m256 zero = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= total; i += 8)
+      _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(y + i), zero));
+    for (; i < total; ++i)
+      y[i] = y[i] > 0 ? y[i] : 0.0f;
+  } else if (activation == static_cast<int32_t>(KernelActivation::Gelu)) {
+    for (int64_t i = 0; i < total; ++i)
+      y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752440f));
+  }
+}
+
 template <bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
-    float *y, int32_t activation) {
+    float *y) {
   const int64_t n = w.n, k = w.k, np = panels(n);
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
@@ -144,17 +177,6 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
                       width * sizeof(float));
       r += rows;
     }
-  }
-  if (activation == static_cast<int32_t>(KernelActivation::Relu)) {
-    const __m256 zero = _mm256_setzero_ps();
-    int64_t total = m * n, i = 0;
-    for (; i + 8 <= total; i += 8)
-      _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(y + i), zero));
-    for (; i < total; ++i)
-      y[i] = y[i] > 0 ? y[i] : 0.0f;
-  } else if (activation == static_cast<int32_t>(KernelActivation::Gelu)) {
-    for (int64_t i = 0; i < m * n; ++i)
-      y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752440f));
   }
 }
 
@@ -212,7 +234,11 @@ PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
 }
 
 void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                          int32_t *acc) {
+                          int32_t *acc, Isa isa) {
+  if (isa == Isa::Avx512 && runs(Isa::Avx512)) {
+    avx512::int8Products(xq, m, w, acc);
+    return;
+  }
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panels(n);
   alignas(32) int32_t scratch[4 * kPanel];
   for (int64_t p = 0; p < np; ++p) {
@@ -257,9 +283,12 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
 }
 
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
-                    const float *bias, float *y, int32_t activation) {
-  if (w.half)
-    run<true>(x, m, w, bias, y, activation);
+                    const float *bias, float *y, int32_t activation, Isa isa) {
+  if (isa == Isa::Avx512 && runs(Isa::Avx512))
+    avx512::linear(x, m, w, bias, y);
+  else if (w.half)
+    run<true>(x, m, w, bias, y);
   else
-    run<false>(x, m, w, bias, y, activation);
+    run<false>(x, m, w, bias, y);
+  activate(y, m * w.n, activation);
 }

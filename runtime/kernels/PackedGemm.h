@@ -11,7 +11,11 @@
 // consecutive k per column (panel p, group g: 16 columns × 4 bytes) for
 // vpmaddubsw on unsigned 7-bit inputs (exact, see Quantize.h), then
 // vpmaddwd into int32. Needs AVX2 + FMA (+ F16C); callers check
-// availableOnThisCpu() and fall back to oneDNN otherwise.
+// availableOnThisCpu() and fall back to oneDNN otherwise. On CPUs with
+// AVX-512 (F, BW, VL and VNNI) the same panels run through 6 × 32 tiles of
+// zmm registers and vpdpbusd (PackedGemmAvx512.cpp), with results
+// bit-identical to the AVX2 kernels'; TFMC_KERNEL_ISA=avx2 in the
+// environment keeps the AVX2 kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMM_H
@@ -26,6 +30,14 @@ namespace tfmc::runtime::packed {
 constexpr int64_t kPanel = 16;
 
 bool availableOnThisCpu();
+
+/// The instruction sets the kernels are written for.
+enum class Isa { Avx2, Avx512 };
+/// Whether this CPU runs the kernels of `isa`.
+bool runs(Isa isa);
+/// The best of them here (AVX-512 where it runs and TFMC_KERNEL_ISA is not
+/// "avx2"); what linear() and int8Products() use by default.
+Isa preferredIsa();
 
 /// A weight in panel layout; the last panel (and, for int8, k up to a
 /// multiple of 4) is zero-padded.
@@ -49,12 +61,13 @@ PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
 /// acc[m, n] = Σk xq[m, k] · W[n, k] in int32, xq unsigned bytes below 128
 /// with rows `kPadded` apart (the padding bytes' values do not matter).
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                  int32_t *acc);
+                  int32_t *acc, Isa isa = preferredIsa());
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
 /// KernelActivation.
 void linear(const float *x, int64_t m, const PackedWeight &w,
-            const float *bias, float *y, int32_t activation);
+            const float *bias, float *y, int32_t activation,
+            Isa isa = preferredIsa());
 
 } // namespace tfmc::runtime::packed
 

@@ -1,12 +1,14 @@
 //===- PackedGemmTest.cpp - the packed-panel kernels against plain loops --===//
+#include "runtime/kernels/PackedGemm.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
-#include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <random>
 
 using namespace tfmc::runtime;
@@ -18,48 +20,63 @@ namespace {
 struct Shape {
   int64_t n, k;
 };
-const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}};
+const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}, {64, 24}};
+
+/// The instruction sets whose kernels this CPU runs (AVX-512 ones only on
+/// such CPUs: elsewhere their tests have nothing to run on).
+std::vector<packed::Isa> isasHere() {
+  std::vector<packed::Isa> isas;
+  for (packed::Isa isa : {packed::Isa::Avx2, packed::Isa::Avx512})
+    if (packed::runs(isa))
+      isas.push_back(isa);
+  if (!packed::runs(packed::Isa::Avx512))
+    std::printf("note: no AVX-512 VNNI here; only the AVX2 kernels run\n");
+  return isas;
+}
 
 TEST(PackedGemm, Float32AndFloat16MatchPlainLoops) {
   if (!packed::availableOnThisCpu())
     GTEST_SKIP() << "needs AVX2 and FMA";
   std::mt19937 rng(3);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (Shape s : kShapes)
-    for (int64_t m = 1; m <= 13; ++m)
-      for (bool half : {false, true})
-        for (int32_t act : {0, 1, 2}) {
-          std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n), y(m * s.n);
-          for (float &v : x)
-            v = dist(rng);
-          for (float &v : w)
-            v = dist(rng);
-          for (float &v : b)
-            v = dist(rng);
-          std::vector<uint16_t> halves(w.size());
-          if (half)
-            for (size_t i = 0; i < w.size(); ++i) {
-              halves[i] = tfmc::floatToHalf(w[i]);
-              w[i] = tfmc::halfToFloat(halves[i]); // what the kernel multiplies
-            }
-          packed::PackedWeight pw =
-              half ? packed::packHalves(halves.data(), s.n, s.k)
-                   : packed::pack(w.data(), s.n, s.k);
-          packed::linear(x.data(), m, pw, b.data(), y.data(), act);
-          for (int64_t r = 0; r < m; ++r)
-            for (int64_t c = 0; c < s.n; ++c) {
-              double want = b[c];
-              for (int64_t i = 0; i < s.k; ++i)
-                want += double(x[r * s.k + i]) * w[c * s.k + i];
-              if (act == 1)
-                want = std::max(want, 0.0);
-              else if (act == 2)
-                want = 0.5 * want * (1 + std::erf(want / std::sqrt(2.0)));
-              EXPECT_NEAR(y[r * s.n + c], want, 1e-4 * (1 + std::fabs(want)))
-                  << "n " << s.n << " k " << s.k << " m " << m << " half "
-                  << half << " act " << act << " at " << r << "," << c;
-            }
-        }
+  for (packed::Isa isa : isasHere())
+    for (Shape s : kShapes)
+      for (int64_t m = 1; m <= 13; ++m)
+        for (bool half : {false, true})
+          for (int32_t act : {0, 1, 2}) {
+            std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n), y(m * s.n);
+            for (float &v : x)
+              v = dist(rng);
+            for (float &v : w)
+              v = dist(rng);
+            for (float &v : b)
+              v = dist(rng);
+            std::vector<uint16_t> halves(w.size());
+            if (half)
+              for (size_t i = 0; i < w.size(); ++i) {
+                halves[i] = tfmc::floatToHalf(w[i]);
+                w[i] =
+                    tfmc::halfToFloat(halves[i]); // what the kernel multiplies
+              }
+            packed::PackedWeight pw =
+                half ? packed::packHalves(halves.data(), s.n, s.k)
+                     : packed::pack(w.data(), s.n, s.k);
+            packed::linear(x.data(), m, pw, b.data(), y.data(), act, isa);
+            for (int64_t r = 0; r < m; ++r)
+              for (int64_t c = 0; c < s.n; ++c) {
+                double want = b[c];
+                for (int64_t i = 0; i < s.k; ++i)
+                  want += double(x[r * s.k + i]) * w[c * s.k + i];
+                if (act == 1)
+                  want = std::max(want, 0.0);
+                else if (act == 2)
+                  want = 0.5 * want * (1 + std::erf(want / std::sqrt(2.0)));
+                EXPECT_NEAR(y[r * s.n + c], want, 1e-4 * (1 + std::fabs(want)))
+                    << "isa " << int(isa) << " n " << s.n << " k " << s.k
+                    << " m " << m << " half " << half << " act " << act
+                    << " at " << r << "," << c;
+              }
+          }
 }
 
 TEST(PackedGemm, Int8ProductsAreExact) {
@@ -70,37 +87,73 @@ TEST(PackedGemm, Int8ProductsAreExact) {
   // of ±127 are the largest pair sums vpmaddubsw sees.
   std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
   std::uniform_int_distribution<int> ws(-127, 127);
-  for (Shape s : kShapes)
-    for (int64_t m = 1; m <= 9; ++m) {
-      std::vector<int8_t> w(s.n * s.k);
-      for (size_t i = 0; i < w.size(); ++i)
-        w[i] = static_cast<int8_t>(i % 7 == 0 ? 127 : i % 11 == 0 ? -127
-                                                                  : ws(rng));
-      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
-      ASSERT_EQ(pw.kPadded % 4, 0);
-      std::vector<uint8_t> x(m * pw.kPadded, 0xAB); // padding: any value
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t i = 0; i < s.k; ++i)
-          x[r * pw.kPadded + i] =
-              static_cast<uint8_t>(i % 5 == 0 ? 2 * kActivationLevels + 1
-                                              : xs(rng));
-      std::vector<int32_t> acc(m * s.n);
-      packed::int8Products(x.data(), m, pw, acc.data());
-      for (int64_t c = 0; c < s.n; ++c) {
-        int32_t sum = 0;
-        for (int64_t i = 0; i < s.k; ++i)
-          sum += w[c * s.k + i];
-        EXPECT_EQ(pw.rowSums[c], sum);
-      }
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < s.n; ++c) {
-          int32_t want = 0;
+  for (packed::Isa isa : isasHere())
+    for (Shape s : kShapes)
+      for (int64_t m = 1; m <= 9; ++m) {
+        std::vector<int8_t> w(s.n * s.k);
+        for (size_t i = 0; i < w.size(); ++i)
+          w[i] = static_cast<int8_t>(i % 7 == 0    ? 127
+                                     : i % 11 == 0 ? -127
+                                                   : ws(rng));
+        packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
+        ASSERT_EQ(pw.kPadded % 4, 0);
+        std::vector<uint8_t> x(m * pw.kPadded, 0xAB); // padding: any value
+        for (int64_t r = 0; r < m; ++r)
           for (int64_t i = 0; i < s.k; ++i)
-            want += int32_t(x[r * pw.kPadded + i]) * w[c * s.k + i];
-          EXPECT_EQ(acc[r * s.n + c], want)
-              << "n " << s.n << " k " << s.k << " m " << m;
+            x[r * pw.kPadded + i] = static_cast<uint8_t>(
+                i % 5 == 0 ? 2 * kActivationLevels + 1 : xs(rng));
+        std::vector<int32_t> acc(m * s.n);
+        packed::int8Products(x.data(), m, pw, acc.data(), isa);
+        for (int64_t c = 0; c < s.n; ++c) {
+          int32_t sum = 0;
+          for (int64_t i = 0; i < s.k; ++i)
+            sum += w[c * s.k + i];
+          EXPECT_EQ(pw.rowSums[c], sum);
         }
-    }
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t c = 0; c < s.n; ++c) {
+            int32_t want = 0;
+            for (int64_t i = 0; i < s.k; ++i)
+              want += int32_t(x[r * pw.kPadded + i]) * w[c * s.k + i];
+            EXPECT_EQ(acc[r * s.n + c], want)
+                << "isa " << int(isa) << " n " << s.n << " k " << s.k << " m "
+                << m;
+          }
+      }
+}
+
+/// Both instruction sets accumulate every output in the same order, so a
+/// model translates identically on AVX2 and AVX-512 machines.
+TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
+  if (!packed::runs(packed::Isa::Avx512))
+    GTEST_SKIP() << "needs AVX-512 VNNI (this CPU runs only the AVX2 kernels)";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (Shape s : {Shape{512, 512}, Shape{1000, 256}, Shape{48, 77}})
+    for (int64_t m : {1, 5, 6, 16, 23, 64})
+      for (bool half : {false, true}) {
+        std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n);
+        for (float &v : x)
+          v = dist(rng);
+        for (float &v : w)
+          v = dist(rng);
+        for (float &v : b)
+          v = dist(rng);
+        std::vector<uint16_t> halves(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          halves[i] = tfmc::floatToHalf(w[i]);
+        packed::PackedWeight pw =
+            half ? packed::packHalves(halves.data(), s.n, s.k)
+                 : packed::pack(w.data(), s.n, s.k);
+        std::vector<float> y2(m * s.n), y512(m * s.n);
+        packed::linear(x.data(), m, pw, b.data(), y2.data(), 1,
+                       packed::Isa::Avx2);
+        packed::linear(x.data(), m, pw, b.data(), y512.data(), 1,
+                       packed::Isa::Avx512);
+        EXPECT_EQ(
+            0, std::memcmp(y2.data(), y512.data(), y2.size() * sizeof(float)))
+            << "n " << s.n << " k " << s.k << " m " << m << " half " << half;
+      }
 }
 
 } // namespace

@@ -1,0 +1,234 @@
+//===- PackedGemmAvx512.cpp - the packed-panel kernels on AVX-512 ---------===//
+//
+// The same panels as the AVX2 kernels (PackedGemm.h), one 16-column panel
+// row per zmm register. A tile is up to 6 rows × 32 columns (two adjacent
+// panels): 12 accumulators, 2 weight loads and 6 broadcasts per k, so the
+// two FMA ports rather than the loads set the pace. Every output is still
+// bias + Σk x·w accumulated in k order with one FMA per k, the AVX2
+// kernels' order, so both give bit-identical results. int8 panels use
+// vpdpbusd (AVX-512 VNNI): four u8×s8 products summed into int32 at once,
+// exact like the vpmaddubsw/vpmaddwd pair on 7-bit inputs.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/PackedGemmIsa.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace tfmc::runtime;
+using namespace tfmc::runtime::packed;
+
+#define TFMC_AVX512                                                            \
+  __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
+#define TFMC_AVX512_VNNI                                                       \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+bool packed::avx512::available() {
+  static const bool ok = __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") &&
+                         __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
+
+namespace {
+
+int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+template <bool Half>
+TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
+  if constexpr (Half)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+        static_cast<const uint16_t *>(panel) + c * kPanel)));
+  else
+    return _mm512_loadu_ps(static_cast<const float *>(panel) + c * kPanel);
+}
+
+/// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
+/// (`panelStride` elements on). The first row tile of a panel pair
+/// (Prefetch) prefetches the pair after it at the same pace.
+template <int Rows, int Panels, bool Half, bool Prefetch>
+TFMC_AVX512 void tile(const float *x, int64_t k, const void *panel,
+                      int64_t panelBytes, const float *bias, float *out,
+                      int64_t ldy) {
+  __m512 acc[Rows][Panels];
+  for (int p = 0; p < Panels; ++p) {
+    __m512 b = _mm512_loadu_ps(bias + p * kPanel);
+    for (int r = 0; r < Rows; ++r)
+      acc[r][p] = b;
+  }
+  const char *base = static_cast<const char *>(panel);
+  constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
+  for (int64_t c = 0; c < k; ++c) {
+    __m512 w[Panels];
+    for (int p = 0; p < Panels; ++p) {
+      const char *pp = base + p * panelBytes;
+      if constexpr (Prefetch)
+        _mm_prefetch(pp + Panels * panelBytes + c * rowBytes, _MM_HINT_T0);
+      w[p] = loadPanelRow<Half>(pp, c);
+    }
+    for (int r = 0; r < Rows; ++r) {
+      __m512 a = _mm512_set1_ps(x[r * k + c]);
+      for (int p = 0; p < Panels; ++p)
+        acc[r][p] = _mm512_fmadd_ps(a, w[p], acc[r][p]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p)
+      _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
+}
+
+template <int Panels, bool Half, bool Prefetch>
+TFMC_AVX512 inline void tileRows(int rows, const float *x, int64_t k,
+                                 const void *panel, int64_t panelBytes,
+                                 const float *bias, float *out, int64_t ldy) {
+  switch (rows) {
+  case 6:
+    tile<6, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    break;
+  case 4:
+    tile<4, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    break;
+  case 2:
+    tile<2, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    break;
+  default:
+    tile<1, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    break;
+  }
+}
+
+template <bool Half>
+TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
+                     const float *bias, float *y) {
+  const int64_t n = w.n, k = w.k, np = panels(n);
+  const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
+  const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
+                         : reinterpret_cast<const char *>(w.f32.data());
+  // The last panel of a width that is not a multiple of 16 goes alone,
+  // through a scratch block.
+  alignas(64) float scratch[6 * kPanel];
+  alignas(64) float biasTail[kPanel] = {};
+  for (int64_t p = 0; p < np;) {
+    int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
+    bool pair = p + 1 < np && n - col >= 2 * kPanel;
+    const void *panel = all + p * panelBytes;
+    const float *b = bias + col;
+    if (!pair && width < kPanel) {
+      std::memcpy(biasTail, b, width * sizeof(float));
+      b = biasTail;
+    }
+    for (int64_t r = 0; r < m;) {
+      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      const float *xr = x + r * k;
+      if (pair) {
+        float *out = y + r * n + col;
+        if (r == 0)
+          tileRows<2, Half, true>(rows, xr, k, panel, panelBytes, b, out, n);
+        else
+          tileRows<2, Half, false>(rows, xr, k, panel, panelBytes, b, out, n);
+      } else {
+        bool full = width == kPanel;
+        float *out = full ? y + r * n + col : scratch;
+        int64_t ld = full ? n : kPanel;
+        tileRows<1, Half, false>(rows, xr, k, panel, panelBytes, b, out, ld);
+        if (!full)
+          for (int i = 0; i < rows; ++i)
+            std::memcpy(y + (r + i) * n + col, scratch + i * kPanel,
+                        width * sizeof(float));
+      }
+      r += rows;
+    }
+    p += pair ? 2 : 1;
+  }
+}
+
+/// Rows × (Panels · 16) int32 sums over the k groups of one or two int8
+/// panels (`panelBytes` apart).
+template <int Rows, int Panels>
+TFMC_AVX512_VNNI void tileInt8(const uint8_t *x, int64_t ldx,
+                               const int8_t *panel, int64_t panelBytes,
+                               int64_t groups, int32_t *out, int64_t ldy) {
+  __m512i acc[Rows][Panels];
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p)
+      acc[r][p] = _mm512_setzero_si512();
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i w[Panels];
+    for (int p = 0; p < Panels; ++p)
+      w[p] = _mm512_loadu_si512(panel + p * panelBytes + g * 64);
+    for (int r = 0; r < Rows; ++r) {
+      int32_t four;
+      std::memcpy(&four, x + r * ldx + g * 4, sizeof(four));
+      __m512i a = _mm512_set1_epi32(four);
+      for (int p = 0; p < Panels; ++p)
+        acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], a, w[p]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p)
+      _mm512_storeu_si512(out + r * ldy + p * kPanel, acc[r][p]);
+}
+
+template <int Panels>
+TFMC_AVX512_VNNI inline void
+tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
+             int64_t panelBytes, int64_t groups, int32_t *out, int64_t ldy) {
+  switch (rows) {
+  case 6:
+    tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    break;
+  case 4:
+    tileInt8<4, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    break;
+  case 2:
+    tileInt8<2, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    break;
+  default:
+    tileInt8<1, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    break;
+  }
+}
+
+} // namespace
+
+void packed::avx512::linear(const float *x, int64_t m, const PackedWeight &w,
+                            const float *bias, float *y) {
+  if (w.half)
+    run<true>(x, m, w, bias, y);
+  else
+    run<false>(x, m, w, bias, y);
+}
+
+void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
+                                  const PackedWeight &w, int32_t *acc) {
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panels(n);
+  const int64_t panelBytes = kPanel * kp;
+  alignas(64) int32_t scratch[6 * kPanel];
+  for (int64_t p = 0; p < np;) {
+    const int8_t *panel = w.i8.data() + p * panelBytes;
+    int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
+    bool pair = p + 1 < np && n - col >= 2 * kPanel;
+    bool full = width == kPanel;
+    for (int64_t r = 0; r < m;) {
+      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      const uint8_t *xr = xq + r * kp;
+      if (pair) {
+        tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups,
+                        acc + r * n + col, n);
+      } else {
+        int32_t *out = full ? acc + r * n + col : scratch;
+        int64_t ld = full ? n : kPanel;
+        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, out, ld);
+        if (!full)
+          for (int i = 0; i < rows; ++i)
+            std::memcpy(acc + (r + i) * n + col, scratch + i * kPanel,
+                        width * sizeof(int32_t));
+      }
+      r += rows;
+    }
+    p += pair ? 2 : 1;
+  }
+}

@@ -1,0 +1,24 @@
+//===- PackedGemmIsa.h - per-instruction-set packed kernels -----*- C++ -*-===//
+//
+// Internal to the packed kernels: the AVX-512 variants that
+// PackedGemm.cpp dispatches to (PackedGemmAvx512.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_PACKEDGEMMISA_H
+#define RUNTIME_KERNELS_PACKEDGEMMISA_H
+
+#include "runtime/kernels/PackedGemm.h"
+
+namespace tfmc::runtime::packed::avx512 {
+
+/// AVX-512 F/BW/VL with VNNI.
+bool available();
+/// y = x · Wᵀ + bias (no activation) for float32 or float16 panels.
+void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
+            float *y);
+void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                  int32_t *acc);
+
+} // namespace tfmc::runtime::packed::avx512
+
+#endif // RUNTIME_KERNELS_PACKEDGEMMISA_H
