@@ -113,6 +113,34 @@ def sorted_rows(tfmc, model, work, vocab, lines=256, repeats=3):
     return lines, result
 
 
+def cpu_summary():
+    """The CPU, its vector extensions and last-level cache: what the kernel
+    ratios depend on (the packed kernels run AVX-512 VNNI where it exists,
+    and weights that fit in the cache stream faster than memory)."""
+    model, flags = "unknown CPU", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    isa = "AVX-512 + VNNI" if {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags \
+        else "AVX2 + FMA" if {"avx2", "fma"} <= flags else "no AVX2"
+    if os.environ.get("TFMC_KERNEL_ISA") == "avx2" and "AVX-512" in isa:
+        isa += " (TFMC_KERNEL_ISA=avx2: AVX2 kernels)"
+    cache = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        l3 = [l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("L3 cache")]
+        cache = f", L3 {l3[0]}" if l3 else ""
+    except OSError:
+        pass
+    return f"cpu: {model}, {isa}{cache}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", default="/tmp/tfmc-bench")
@@ -189,6 +217,7 @@ def main():
     print(f"\nbase model, {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
           f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
           f"(batch 1)\n")
+    print(cpu_summary())
     for t, lim in limits.items():
         print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
               f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s")
