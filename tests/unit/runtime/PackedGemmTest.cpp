@@ -22,6 +22,15 @@ struct Shape {
 };
 const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}, {64, 24}};
 
+/// `count` draws of a standard normal.
+std::vector<float> normal(int64_t count, std::mt19937 &rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
 /// The instruction sets whose kernels this CPU runs (AVX-512 ones only on
 /// such CPUs: elsewhere their tests have nothing to run on).
 std::vector<packed::Isa> isasHere() {
@@ -38,19 +47,14 @@ TEST(PackedGemm, Float32AndFloat16MatchPlainLoops) {
   if (!packed::availableOnThisCpu())
     GTEST_SKIP() << "needs AVX2 and FMA";
   std::mt19937 rng(3);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
   for (packed::Isa isa : isasHere())
     for (Shape s : kShapes)
       for (int64_t m = 1; m <= 13; ++m)
         for (bool half : {false, true})
           for (int32_t act : {0, 1, 2}) {
-            std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n), y(m * s.n);
-            for (float &v : x)
-              v = dist(rng);
-            for (float &v : w)
-              v = dist(rng);
-            for (float &v : b)
-              v = dist(rng);
+            std::vector<float> x = normal(m * s.k, rng),
+                               w = normal(s.n * s.k, rng), b = normal(s.n, rng),
+                               y(m * s.n);
             std::vector<uint16_t> halves(w.size());
             if (half)
               for (size_t i = 0; i < w.size(); ++i) {
@@ -128,17 +132,11 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
   if (!packed::runs(packed::Isa::Avx512))
     GTEST_SKIP() << "needs AVX-512 VNNI (this CPU runs only the AVX2 kernels)";
   std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
   for (Shape s : {Shape{512, 512}, Shape{1000, 256}, Shape{48, 77}})
     for (int64_t m : {1, 5, 6, 16, 23, 64})
       for (bool half : {false, true}) {
-        std::vector<float> x(m * s.k), w(s.n * s.k), b(s.n);
-        for (float &v : x)
-          v = dist(rng);
-        for (float &v : w)
-          v = dist(rng);
-        for (float &v : b)
-          v = dist(rng);
+        std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
+                           b = normal(s.n, rng);
         std::vector<uint16_t> halves(w.size());
         for (size_t i = 0; i < w.size(); ++i)
           halves[i] = tfmc::floatToHalf(w[i]);
