@@ -7,6 +7,7 @@
 #include "runtime/kernels/KernelAbi.h"
 
 bool tfmc::runtime::haveLibraryKernels() { return false; }
+int64_t tfmc::runtime::libraryKernelMinRows() { return 8; }
 void tfmc::runtime::setKernelThreads(int) {}
 std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {

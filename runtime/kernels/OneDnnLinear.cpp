@@ -531,6 +531,10 @@ void tfmc::runtime::releaseKernelWeights(const void *weight) {
 
 bool tfmc::runtime::haveLibraryKernels() { return true; }
 
+int64_t tfmc::runtime::libraryKernelMinRows() {
+  return packed::availableOnThisCpu() ? 1 : 8;
+}
+
 void tfmc::runtime::setKernelThreads(int threads) {
   omp_set_num_threads(threads);
 }

@@ -201,6 +201,7 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
                                     const CompileOptions &options) {
   using frontend::LayerKind;
   mlir::tfm::PipelineOptions pipeline;
+  pipeline.libraryMinRows = libraryKernelMinRows();
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "format: tfmc compiled model 1\n"
@@ -284,6 +285,7 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   using mlir::tfm::Stage;
   mlir::tfm::PipelineOptions pipeline;
   pipeline.useLibraryCalls = options.useLibraryKernels;
+  pipeline.libraryMinRows = libraryKernelMinRows();
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;

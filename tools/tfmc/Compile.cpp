@@ -2,12 +2,14 @@
 //
 // tfmc compile MODEL.json [--emit=STAGE] [-o FILE] [--dump-ir DIR]
 //              [--cache-only] [--cache-dir DIR] [--timing]
+//              [--library-min-rows N]
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
 
 #include "compiler/Pipelines/EmitModel.h"
 #include "frontends/model/Model.h"
+#include "runtime/kernels/KernelAbi.h"
 
 #include "mlir/Support/Timing.h"
 
@@ -40,6 +42,13 @@ public:
                            "compiled-model cache and print the entry's path "
                            "(no IR is printed)"),
                   cl::sub(sub), cl::cat(cat)),
+        libraryMinRows(
+            "library-min-rows",
+            cl::desc("With --kernels=library: linear layers with fewer rows "
+                     "than N run their loop kernel (default: what translate "
+                     "uses on this machine, 1 where the packed kernels run, "
+                     "else 8)"),
+            cl::value_desc("N"), cl::init(0), cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
         timing(sub, cat) {}
 
@@ -65,6 +74,12 @@ public:
       return fail(type.takeError());
     mlir::tfm::PipelineOptions pipeline;
     pipeline.useLibraryCalls = *library;
+    // By default what `translate` compiles on this machine.
+    if (libraryMinRows < 0)
+      return fail("--library-min-rows must be at least 1");
+    pipeline.libraryMinRows = libraryMinRows > 0
+                                  ? int64_t(libraryMinRows)
+                                  : runtime::libraryKernelMinRows();
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();
@@ -105,6 +120,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, emit;
   cl::opt<bool> cacheOnly;
+  cl::opt<int> libraryMinRows;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   CacheOptions cache;
