@@ -249,8 +249,8 @@ def main():
     shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
     if not args.skip_shapes and os.path.exists(shapes_tool):
         print("\nlinear kernels per base-model shape, 1 thread, weights streamed from memory "
-              "(what the runtime's library entry points run for M rows; in compiled code "
-              "layers below 8 rows use the loop kernels instead):\n")
+              "(what the runtime's library entry points run for M rows, from 1 row where "
+              "the packed kernels run, else from 8; `tfmc compile --library-min-rows`):\n")
         print(run([shapes_tool, "--rows", args.batches])[0])
 
     model = os.path.join(model_dir, "model.json")
