@@ -196,6 +196,14 @@ public:
       fail("tfm_rt_linear: unexpected operand layout");
       return;
     }
+    if (m > kChunkRows) {
+      forEachChunk(x, y, [&](const MemRefDescriptor<3> &xc,
+                             const MemRefDescriptor<3> &yc) {
+        // Large layers stay on oneDNN, chunk by chunk.
+        linear(xc, w, b, yc, activation, /*packable=*/false);
+      });
+      return;
+    }
     if (packable && usePacked(m)) {
       const packed::PackedWeight &pw =
           panels(w.aligned + w.offset, n, k, PanelType::F32);
@@ -259,7 +267,7 @@ public:
                 const MemRefDescriptor<2, int8_t> &w,
                 const MemRefDescriptor<1> &wScale,
                 const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
-                int32_t activation) {
+                int32_t activation, bool packable = true) {
     int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
     if (m == 0)
       return;
@@ -269,9 +277,16 @@ public:
       fail("tfm_rt_linear_i8: unexpected operand layout");
       return;
     }
+    if (m > kChunkRows) {
+      forEachChunk(x, y, [&](const MemRefDescriptor<3> &xc,
+                             const MemRefDescriptor<3> &yc) {
+        linearI8(xc, w, wScale, b, yc, activation, /*packable=*/false);
+      });
+      return;
+    }
     try {
       const int8_t *weight = w.aligned + w.offset;
-      bool usePanels = usePacked(m);
+      bool usePanels = packable && usePacked(m);
       const packed::PackedWeight *panelWeight =
           usePanels ? &panels(weight, n, k, PanelType::I8) : nullptr;
       const LinearPrimitive *p =
@@ -380,6 +395,39 @@ private:
   static bool contiguous(const MemRefDescriptor<3> &d) {
     return d.strides[2] == 1 && d.strides[1] == d.sizes[2] &&
            d.strides[0] == d.sizes[1] * d.sizes[2];
+  }
+
+  /// Layers of more rows than this (the encoder's batch x source length)
+  /// run in chunks of this many rows and a remainder. oneDNN primitives are
+  /// made per row count and each holds its own JIT code, so without chunks
+  /// every new batch shape added one for good (peak RSS grew with the input:
+  /// 233 MB on the dev set, 285 MB on ten copies of it); with them a
+  /// (weight shape, activation) has at most kChunkRows of them. A chunk of
+  /// 256 rows already runs oneDNN's GEMM near its large-matrix rate.
+  static constexpr int64_t kChunkRows = 256;
+
+  /// Calls `body` on views of rows [r, r + kChunkRows) of x and y (flattened
+  /// to [1, rows, width]; both contiguous, checked by the callers' layout
+  /// tests on each view).
+  template <typename Body>
+  static void forEachChunk(const MemRefDescriptor<3> &x,
+                           const MemRefDescriptor<3> &y, Body body) {
+    int64_t rows = x.sizes[0] * x.sizes[1];
+    auto view = [](const MemRefDescriptor<3> &d, int64_t first,
+                   int64_t count) {
+      int64_t width = d.sizes[2];
+      MemRefDescriptor<3> v = d;
+      v.offset = d.offset + first * width;
+      v.sizes[0] = 1;
+      v.sizes[1] = count;
+      v.strides[0] = count * width;
+      v.strides[1] = width;
+      return v;
+    };
+    for (int64_t r = 0; r < rows; r += kChunkRows) {
+      int64_t count = std::min(kChunkRows, rows - r);
+      body(view(x, r, count), view(y, r, count));
+    }
   }
 
   /// Up to this many rows (decoder steps, beam batches), float32 and
