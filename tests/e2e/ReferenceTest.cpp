@@ -113,6 +113,16 @@ void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options) {
   options.repetitionPenalty = o.getNumber("repetition_penalty").value_or(1.0);
 }
 
+/// A beam case's options (its n-best: all K unless it says otherwise).
+SearchOptions beamCaseOptions(const llvm::json::Object &o) {
+  SearchOptions options;
+  readDecodingOptions(o, options);
+  options.beamSize = o.getInteger("beam_size").value_or(1);
+  options.lengthPenalty = o.getNumber("length_penalty").value_or(1.0);
+  options.nBest = o.getInteger("n_best").value_or(options.beamSize);
+  return options;
+}
+
 /// A beam fixture's expected results: "i ||| ids ||| score" lines, best
 /// first per input.
 std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
@@ -241,11 +251,7 @@ TEST_P(Reference, BeamMatches) {
   for (const llvm::json::Value &b : *beams) {
     const llvm::json::Object *o = b.getAsObject();
     ASSERT_NE(o, nullptr);
-    SearchOptions options;
-    readDecodingOptions(*o, options);
-    options.beamSize = *o->getInteger("beam_size");
-    options.lengthPenalty = *o->getNumber("length_penalty");
-    options.nBest = o->getInteger("n_best").value_or(options.beamSize);
+    SearchOptions options = beamCaseOptions(*o);
     std::string file = o->getString("file")->str();
     std::vector<std::vector<Hypothesis>> expected =
         readNBest(fixturePath(name(), file), src.size());
@@ -276,14 +282,11 @@ TEST_P(Reference, BeamStoppedEarlyKeepsTheBest) {
   for (const llvm::json::Value &b : *beams) {
     const llvm::json::Object *o = b.getAsObject();
     ASSERT_NE(o, nullptr);
-    SearchOptions options;
-    readDecodingOptions(*o, options);
-    options.beamSize = *o->getInteger("beam_size");
-    options.lengthPenalty = *o->getNumber("length_penalty");
+    SearchOptions options = beamCaseOptions(*o);
     std::string file = o->getString("file")->str();
     std::vector<std::vector<Hypothesis>> expected =
         readNBest(fixturePath(name(), file), src.size());
-    options.nBest = options.beamSize;
+    options.nBest = options.beamSize; // the full rule
     int64_t before = model().decodedRows();
     ASSERT_TRUE(static_cast<bool>(model().translateBeam(src, options)));
     int64_t fullRows = model().decodedRows() - before;

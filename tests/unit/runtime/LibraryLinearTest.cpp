@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
+#include "tests/unit/runtime/RandomData.h"
 
 #include "gtest/gtest.h"
 
@@ -29,6 +30,7 @@ _mlir_ciface_tfm_rt_linear_i8(tfmc::runtime::MemRefDescriptor<3> *x,
                               int32_t activation);
 
 using namespace tfmc::runtime;
+using tfmc::testing::normal;
 
 namespace {
 
@@ -47,14 +49,6 @@ MemRefDescriptor<3> rows3(std::vector<float> &v, int64_t batch, int64_t rows,
                           int64_t cols) {
   int64_t t = rows / batch;
   return {v.data(), v.data(), 0, {batch, t, cols}, {t * cols, cols, 1}};
-}
-
-std::vector<float> normal(int64_t count, std::mt19937 &rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
 }
 
 struct Route {

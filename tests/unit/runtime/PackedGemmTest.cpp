@@ -3,6 +3,7 @@
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
+#include "tests/unit/runtime/RandomData.h"
 
 #include "gtest/gtest.h"
 
@@ -12,6 +13,7 @@
 #include <random>
 
 using namespace tfmc::runtime;
+using tfmc::testing::normal;
 
 namespace {
 
@@ -21,15 +23,6 @@ struct Shape {
   int64_t n, k;
 };
 const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}, {64, 24}};
-
-/// `count` draws of a standard normal.
-std::vector<float> normal(int64_t count, std::mt19937 &rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 /// The instruction sets whose kernels this CPU runs (AVX-512 ones only on
 /// such CPUs: elsewhere their tests have nothing to run on).
