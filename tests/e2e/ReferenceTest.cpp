@@ -243,29 +243,56 @@ TEST_P(Reference, GreedyMatches) {
   }
 }
 
-TEST_P(Reference, BeamMatches) {
-  llvm::json::Object c = cases();
-  const llvm::json::Array *beams = c.getArray("beam");
-  ASSERT_NE(beams, nullptr);
-  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+/// A fixture's beam cases: options, the file of the reference's results
+/// and those results.
+struct BeamCase {
+  SearchOptions options;
+  std::string file;
+  std::vector<std::vector<Hypothesis>> expected;
+};
+
+std::vector<BeamCase> readBeamCases(const llvm::json::Object &cases,
+                                    const std::string &fixture, size_t inputs) {
+  std::vector<BeamCase> out;
+  const llvm::json::Array *beams = cases.getArray("beam");
+  EXPECT_NE(beams, nullptr) << fixture << ": no beam cases";
+  if (!beams)
+    return out;
   for (const llvm::json::Value &b : *beams) {
     const llvm::json::Object *o = b.getAsObject();
-    ASSERT_NE(o, nullptr);
-    SearchOptions options = beamCaseOptions(*o);
+    EXPECT_NE(o, nullptr) << fixture << ": a beam case is not an object";
+    if (!o)
+      continue;
     std::string file = o->getString("file")->str();
-    std::vector<std::vector<Hypothesis>> expected =
-        readNBest(fixturePath(name(), file), src.size());
-    auto out = model().translateBeam(src, options);
-    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
-    for (size_t i = 0; i < src.size(); ++i) {
-      ASSERT_EQ((*out)[i].size(), expected[i].size()) << file << " input " << i;
-      for (size_t k = 0; k < expected[i].size(); ++k) {
-        EXPECT_EQ((*out)[i][k].ids, expected[i][k].ids)
-            << file << " input " << i << " rank " << k;
-        EXPECT_NEAR((*out)[i][k].score, expected[i][k].score, 1e-4)
-            << file << " input " << i << " rank " << k;
-      }
+    out.push_back({beamCaseOptions(*o), file,
+                   readNBest(fixturePath(fixture, file), inputs)});
+  }
+  return out;
+}
+
+/// The first `count` hypotheses of every input equal the reference's.
+void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
+                           const BeamCase &c, size_t count,
+                           const std::string &label) {
+  ASSERT_EQ(got.size(), c.expected.size()) << label;
+  for (size_t i = 0; i < got.size(); ++i) {
+    size_t want = std::min(count, c.expected[i].size());
+    ASSERT_EQ(got[i].size(), want) << label << " input " << i;
+    for (size_t k = 0; k < want; ++k) {
+      EXPECT_EQ(got[i][k].ids, c.expected[i][k].ids)
+          << label << " input " << i << " rank " << k;
+      EXPECT_NEAR(got[i][k].score, c.expected[i][k].score, 1e-4)
+          << label << " input " << i << " rank " << k;
     }
+  }
+}
+
+TEST_P(Reference, BeamMatches) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  for (const BeamCase &c : readBeamCases(cases(), name(), src.size())) {
+    auto out = model().translateBeam(src, c.options);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    expectFirstHypotheses(*out, c, c.options.nBest, c.file);
   }
 }
 
@@ -274,18 +301,10 @@ TEST_P(Reference, BeamMatches) {
 /// reference's first hypotheses, which ran every row to its K-th finished
 /// one.
 TEST_P(Reference, BeamStoppedEarlyKeepsTheBest) {
-  llvm::json::Object c = cases();
-  const llvm::json::Array *beams = c.getArray("beam");
-  ASSERT_NE(beams, nullptr);
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
   bool stoppedEarly = false;
-  for (const llvm::json::Value &b : *beams) {
-    const llvm::json::Object *o = b.getAsObject();
-    ASSERT_NE(o, nullptr);
-    SearchOptions options = beamCaseOptions(*o);
-    std::string file = o->getString("file")->str();
-    std::vector<std::vector<Hypothesis>> expected =
-        readNBest(fixturePath(name(), file), src.size());
+  for (const BeamCase &c : readBeamCases(cases(), name(), src.size())) {
+    SearchOptions options = c.options;
     options.nBest = options.beamSize; // the full rule
     int64_t before = model().decodedRows();
     ASSERT_TRUE(static_cast<bool>(model().translateBeam(src, options)));
@@ -295,20 +314,11 @@ TEST_P(Reference, BeamStoppedEarlyKeepsTheBest) {
       before = model().decodedRows();
       auto out = model().translateBeam(src, options);
       int64_t rows = model().decodedRows() - before;
-      EXPECT_LE(rows, fullRows) << file << " n-best " << wanted;
+      EXPECT_LE(rows, fullRows) << c.file << " n-best " << wanted;
       stoppedEarly = stoppedEarly || rows < fullRows;
       ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
-      for (size_t i = 0; i < src.size(); ++i) {
-        size_t want = std::min<size_t>(wanted, expected[i].size());
-        ASSERT_EQ((*out)[i].size(), want) << file << " input " << i;
-        for (size_t k = 0; k < want; ++k) {
-          EXPECT_EQ((*out)[i][k].ids, expected[i][k].ids)
-              << file << " n-best " << wanted << " input " << i << " rank "
-              << k;
-          EXPECT_NEAR((*out)[i][k].score, expected[i][k].score, 1e-4)
-              << file << " n-best " << wanted << " input " << i;
-        }
-      }
+      expectFirstHypotheses(*out, c, wanted,
+                            c.file + " n-best " + std::to_string(wanted));
     }
   }
   // Whether any row ended early depends on the fixture's scores (most do);
