@@ -161,9 +161,8 @@ public:
         keyLengths, keyCache, valueCache, position);
   }
 
-  /// Cross-attention over precomputed keys and values (decode_step).
-  /// Cross-attention over keys/values the encoder computed: `keyRows`
-  /// names the source row each query row (hypothesis) reads.
+  /// Cross-attention over keys/values the encoder computed (decode_step):
+  /// `keyRows` names the source row each query row (hypothesis) reads.
   Value cachedCrossAttention(Value query, const std::string &prefix, Value keys,
                              Value values, Value keyLengths, Value keyRows) {
     Value q = linear(query, prefix + ".query_linear");

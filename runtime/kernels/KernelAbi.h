@@ -39,7 +39,7 @@ bool haveLibraryKernels();
 /// The fewest rows (batch x sequence) from which compiled code should call
 /// the library kernel of a linear layer rather than its loop kernel: 1
 /// where the packed-panel kernels run (they beat the loop kernels at every
-/// row count: on the base model at batch 1, float16 2.4 -> 0.8 s), else 8
+/// row count: on the base model at batch 1, float16 1.9 -> 0.7 s), else 8
 /// (oneDNN loses to the loops on a few rows).
 int64_t libraryKernelMinRows();
 

@@ -38,11 +38,9 @@ Isa packed::preferredIsa() {
 
 namespace {
 
-int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
-
 template <typename T>
 void packInto(const T *w, int64_t n, int64_t k, std::vector<T> &out) {
-  out.assign(panels(n) * kPanel * k, T(0));
+  out.assign(panelCount(n) * kPanel * k, T(0));
   for (int64_t row = 0; row < n; ++row) {
     T *panel = out.data() + (row / kPanel) * kPanel * k;
     int64_t j = row % kPanel;
@@ -142,7 +140,7 @@ template <bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
     float *y) {
-  const int64_t n = w.n, k = w.k, np = panels(n);
+  const int64_t n = w.n, k = w.k, np = panelCount(n);
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
   // multiple of 16 goes through a scratch row block.
@@ -220,7 +218,7 @@ PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
   p.k = k;
   p.int8 = true;
   p.kPadded = (k + 3) / 4 * 4;
-  p.i8.assign(panels(n) * kPanel * p.kPadded, 0);
+  p.i8.assign(panelCount(n) * kPanel * p.kPadded, 0);
   p.rowSums.assign(n, 0);
   for (int64_t row = 0; row < n; ++row) {
     int8_t *panel = p.i8.data() + (row / kPanel) * kPanel * p.kPadded;
@@ -239,7 +237,7 @@ void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
     avx512::int8Products(xq, m, w, acc);
     return;
   }
-  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panels(n);
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panelCount(n);
   alignas(32) int32_t scratch[4 * kPanel];
   for (int64_t p = 0; p < np; ++p) {
     const int8_t *panel = w.i8.data() + p * kPanel * kp;

@@ -29,6 +29,9 @@ namespace tfmc::runtime::packed {
 /// Output columns per panel.
 constexpr int64_t kPanel = 16;
 
+/// Panels of a weight with `n` output columns.
+constexpr int64_t panelCount(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
 bool availableOnThisCpu();
 
 /// The instruction sets the kernels are written for.

@@ -35,8 +35,6 @@ bool packed::avx512::available() {
 
 namespace {
 
-int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
-
 template <bool Half>
 TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
   if constexpr (Half)
@@ -103,7 +101,7 @@ TFMC_AVX512 inline void tileRows(int rows, const float *x, int64_t k,
 template <bool Half>
 TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
                      const float *bias, float *y) {
-  const int64_t n = w.n, k = w.k, np = panels(n);
+  const int64_t n = w.n, k = w.k, np = panelCount(n);
   const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
   const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
                          : reinterpret_cast<const char *>(w.f32.data());
@@ -204,7 +202,7 @@ void packed::avx512::linear(const float *x, int64_t m, const PackedWeight &w,
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
                                   const PackedWeight &w, int32_t *acc) {
-  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panels(n);
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panelCount(n);
   const int64_t panelBytes = kPanel * kp;
   alignas(64) int32_t scratch[6 * kPanel];
   for (int64_t p = 0; p < np;) {

@@ -51,6 +51,7 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   for (int64_t s = 0; s < slots; ++s)
     slotRow[s] = static_cast<int32_t>(std::min<int64_t>(s, src.rows - 1));
   slotLengths.resize(slots);
+  slotScratch.resize(slots);
   std::copy(src.lengths.data(), src.lengths.data() + src.rows,
             slotLengths.data());
   tokens.resize(slots);
@@ -122,9 +123,9 @@ void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
   moveSelfCaches(sources);
   // Lengths and rows follow their hypotheses.
   for (Buffer<int32_t> *perSlot : {&slotLengths, &slotRow}) {
-    std::vector<int32_t> old(perSlot->data(), perSlot->data() + active);
+    std::copy(perSlot->data(), perSlot->data() + active, slotScratch.begin());
     for (int64_t i = 0; i < n; ++i)
-      (*perSlot)[i] = old[sources[i]];
+      (*perSlot)[i] = slotScratch[sources[i]];
   }
   active = n;
 }

@@ -92,6 +92,8 @@ private:
   /// The source row each slot holds (decode_step's cross_rows), and each
   /// slot's source length.
   Buffer<int32_t> slotRow, slotLengths;
+  /// Their old values during a reorder.
+  std::vector<int32_t> slotScratch;
   /// decode_step's argument index of cross[i] and self[i].
   std::vector<int> crossArgs, selfArgs;
   Buffer<int32_t> tokens;
