@@ -1,11 +1,14 @@
 //===- linear_shapes.cpp - GFLOP/s of tfmc's linear kernels per shape -----===//
 //
-// tfmc-bench-linear [--rows 1,16,64]: for the base model's linear shapes
-// (N x K), M rows, runs the runtime's library kernels through their C ABI
-// (what compiled code calls: float32, float16 and int8 weights, each on
-// the path the runtime picks for M rows) and oneDNN's plain float32 inner
-// product, one thread. Each kernel cycles through enough copies of its
-// weight to stream about 64 MB, as a decoder step streams its layers.
+// tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot]: for the
+// linear shapes (N x K) of a model with d_model D, d_ff F and a target
+// vocabulary of V (default: the base model, 512,2048,8000), M rows, runs the
+// runtime's library kernels through their C ABI (what compiled code calls:
+// float32, float16 and int8 weights, each on the path the runtime picks for M
+// rows) and oneDNN's plain float32 inner product, one thread. Each kernel
+// cycles through enough copies of its weight to stream about 64 MB, as a
+// decoder step streams its layers;
+// --hot uses one copy (the weights stay in cache, as a small model's do).
 // Prints a markdown table of GFLOP/s (int8: GOP/s).
 //
 //===----------------------------------------------------------------------===//
@@ -71,21 +74,55 @@ double timeIt(int reps, const std::function<void(int)> &call) {
 
 int main(int argc, char **argv) {
   std::vector<int64_t> rowCounts = {1, 16, 64};
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--rows") {
-      rowCounts.clear();
-      for (char *s = std::strtok(argv[i + 1], ","); s; s = std::strtok(nullptr, ","))
-        rowCounts.push_back(std::atoll(s));
+  std::vector<int64_t> dims = {512, 2048, 8000};
+  bool hot = false;
+  auto list = [](char *text) {
+    std::vector<int64_t> values;
+    for (char *s = std::strtok(text, ","); s; s = std::strtok(nullptr, ","))
+      values.push_back(std::atoll(s));
+    return values;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--hot")
+      hot = true;
+    else if (arg == "--rows" && i + 1 < argc)
+      rowCounts = list(argv[++i]);
+    else if (arg == "--dims" && i + 1 < argc)
+      dims = list(argv[++i]);
+    else {
+      std::fprintf(stderr,
+                   "error: unknown argument '%s' (expected --rows "
+                   "M,.. --dims D,F,V --hot)\n",
+                   arg.c_str());
+      return 1;
     }
+  }
+  if (dims.size() != 3 || rowCounts.empty()) {
+    std::fprintf(stderr, "error: --dims takes D,F,V and --rows at least one "
+                         "count\n");
+    return 1;
+  }
+  for (int64_t v : rowCounts)
+    if (v <= 0) {
+      std::fprintf(stderr, "error: row counts must be positive\n");
+      return 1;
+    }
+  for (int64_t v : dims)
+    if (v <= 0) {
+      std::fprintf(stderr, "error: dimensions must be positive\n");
+      return 1;
+    }
+  const int64_t d = dims[0], ff = dims[1], vocab = dims[2];
   setKernelThreads(1);
   struct Shape {
     const char *name;
     int64_t n, k;
-  } shapes[] = {{"qkv", 1536, 512},
-                {"self-out / cross-q / cross-out", 512, 512},
-                {"ff1", 2048, 512},
-                {"ff2", 512, 2048},
-                {"output projection", 8000, 512}};
+  } shapes[] = {{"qkv", 3 * d, d},
+                {"self-out / cross-q / cross-out", d, d},
+                {"ff1", ff, d},
+                {"ff2", d, ff},
+                {"output projection", vocab, d}};
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 0.05f);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -95,6 +132,8 @@ int main(int argc, char **argv) {
   for (Shape s : shapes) {
     // About 64 MB of each type's weights, so every call streams from memory.
     auto copiesOf = [&](int64_t bytes) {
+      if (hot)
+        return int64_t(1);
       return std::max<int64_t>(1, (int64_t(64) << 20) / (bytes * s.n * s.k));
     };
     int64_t c32 = copiesOf(4), c16 = copiesOf(2), c8 = copiesOf(1);

@@ -49,6 +49,21 @@ const TensorView *SafeTensorsFile::find(StringRef name) const {
   return it == impl->byName.end() ? nullptr : &views[it->second];
 }
 
+int64_t SafeTensorsFile::releaseFloatCopy(StringRef name) {
+  auto it = impl->byName.find(name);
+  if (it == impl->byName.end())
+    return 0;
+  TensorView &view = views[it->second];
+  for (std::unique_ptr<float[]> &copy : impl->owned) {
+    if (!copy || copy.get() != view.data)
+      continue;
+    copy.reset();
+    view.data = nullptr;
+    return view.numElements() * int64_t(sizeof(float));
+  }
+  return 0;
+}
+
 namespace {
 
 /// halfToFloat of every binary16 value, built once (256 KB): widening a

@@ -47,6 +47,11 @@ public:
   llvm::ArrayRef<TensorView> tensors() const { return views; }
   /// nullptr when absent.
   const TensorView *find(llvm::StringRef name) const;
+  /// Frees the float32 copy made of tensor `name` at open (stored as F16,
+  /// BF16, I8 or unaligned F32); its view's `data` becomes null, its
+  /// `int8` values stay. Returns the bytes freed: 0 for a tensor read in
+  /// place from the mapped file, absent, or already released.
+  int64_t releaseFloatCopy(llvm::StringRef name);
 
 private:
   SafeTensorsFile() = default;

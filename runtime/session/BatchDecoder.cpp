@@ -25,10 +25,11 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
                            SourceBatch source, const BatchShape &shape,
                            DecoderArena &arena)
     : encodeFrame(encode), frame(decodeStep), arena(arena),
-      src(std::move(source)), capacity(std::max<int64_t>(shape.maxSteps, 1)),
+      src(std::move(source)), limit(std::max<int64_t>(shape.maxSteps, 1)),
       slots(src.rows * std::max<int64_t>(shape.slotsPerRow, 1)),
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
+  capacity = std::clamp<int64_t>(shape.initialPositions, 1, limit);
   // Argument indices of the per-layer buffers, looked up once rather than
   // by name at every step.
   for (int64_t l = 0; l < layers; ++l) {
@@ -88,7 +89,30 @@ llvm::Error BatchDecoder::takeError() {
   return std::move(failure);
 }
 
+void BatchDecoder::growSelfCaches(int64_t positions) {
+  int64_t grown = std::min(limit, positions);
+  if (grown <= capacity)
+    return;
+  int64_t oldRow = capacity * dModel * selfBytes,
+          newRow = grown * dModel * selfBytes;
+  size_t usedBytes = position * dModel * selfBytes;
+  for (char *&buffer : self) {
+    char *bigger = acquire(slots * grown * dModel, selfBytes);
+    for (int64_t s = 0; s < active; ++s)
+      std::memcpy(bigger + s * newRow, buffer + s * oldRow, usedBytes);
+    arena.release(reinterpret_cast<float *>(buffer));
+    buffer = bigger;
+  }
+  // Reorder scratch is sized per slot row: taken again at the next fork.
+  for (char *buffer : scratch)
+    arena.release(reinterpret_cast<float *>(buffer));
+  scratch.clear();
+  capacity = grown;
+}
+
 const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
+  if (position >= capacity)
+    growSelfCaches(2 * capacity);
   std::copy(next.begin(), next.end(), tokens.data());
   frame.bind("tokens", tokens.data(), {active, 1});
   frame.bindScalar("step", position);

@@ -14,6 +14,10 @@
 //  * self-attention caches move only the slots whose parent changed, and
 //    only their filled positions; a slot that is both read and overwritten
 //    is saved to a scratch area first.
+// Self caches start with room for kInitialPositions positions and double
+// (up to the batch's limit) when a step needs more, so a batch holds
+// memory for the length it reaches rather than for the length it may
+// reach (sentences end long before 3 x source + 10).
 // Keys and values are float32 or float16 (tfm-half-caches), as the compiled
 // functions' arguments say; the buffers are handled as bytes.
 //
@@ -36,6 +40,8 @@ struct BatchShape {
   int64_t layers = 0, dModel = 0, vocab = 0;
   /// Decoder positions each slot may fill (the batch's length limit).
   int64_t maxSteps = 1;
+  /// Positions the self caches hold at first (they grow to maxSteps).
+  int64_t initialPositions = 32;
   /// Hypotheses per row (beam size; 1 for greedy).
   int64_t slotsPerRow = 1;
 };
@@ -70,11 +76,16 @@ public:
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
+  /// Makes room for `positions` positions per slot (at most `limit`),
+  /// keeping the filled ones.
+  void growSelfCaches(int64_t positions);
 
   CallFrame &encodeFrame, &frame;
   DecoderArena &arena;
   SourceBatch src;
-  int64_t capacity, slots, layers, dModel, vocab;
+  /// capacity: positions the self caches hold now; limit: the most they
+  /// may need.
+  int64_t capacity, limit, slots, layers, dModel, vocab;
   int64_t active = 0, position = 0;
   double stepTime = 0;
   int64_t rows = 0;

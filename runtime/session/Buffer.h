@@ -3,6 +3,8 @@
 #define RUNTIME_SESSION_BUFFER_H
 
 #include "llvm/Support/ErrorHandling.h"
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +13,11 @@
 namespace tfmc::runtime {
 
 /// An array of T aligned to a cache line, sized once (zero-initialised
-/// unless asked otherwise).
+/// unless asked otherwise). Arrays of kMappedBytes or more are mapped
+/// pages of their own: freeing one gives its memory back to the system at
+/// once. (Through malloc, a freed large block raises glibc's mmap
+/// threshold, later ones come from the heap, and a heap fragmented by KV
+/// caches of varying sizes keeps its peak resident.)
 template <typename T> class Buffer {
 public:
   Buffer() = default;
@@ -22,9 +28,10 @@ public:
   Buffer &operator=(Buffer &&other) noexcept {
     std::swap(ptr, other.ptr);
     std::swap(count, other.count);
+    std::swap(mappedBytes, other.mappedBytes);
     return *this;
   }
-  ~Buffer() { std::free(ptr); }
+  ~Buffer() { release(); }
 
   void resize(size_t n) { allocate(n, /*zero=*/true); }
   /// Like resize, but the contents are unspecified (for storage that is
@@ -38,19 +45,42 @@ public:
   const T &operator[](size_t i) const { return ptr[i]; }
 
 private:
+  static constexpr size_t kMappedBytes = size_t(1) << 20;
+
+  void release() {
+    if (mappedBytes)
+      munmap(ptr, mappedBytes);
+    else
+      std::free(ptr);
+    ptr = nullptr;
+    mappedBytes = 0;
+  }
+
   void allocate(size_t n, bool zero) {
-    std::free(ptr);
+    release();
     size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
-    ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
-    if (!ptr)
-      llvm::report_bad_alloc_error("tfmc: out of memory");
-    if (zero)
-      std::memset(ptr, 0, bytes);
+    if (bytes >= kMappedBytes) {
+      // Fresh anonymous pages read as zero: no memset needed.
+      void *pages = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (pages == MAP_FAILED)
+        llvm::report_bad_alloc_error("tfmc: out of memory");
+      ptr = static_cast<T *>(pages);
+      mappedBytes = bytes;
+    } else {
+      ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
+      if (!ptr)
+        llvm::report_bad_alloc_error("tfmc: out of memory");
+      if (zero)
+        std::memset(ptr, 0, bytes);
+    }
     count = n;
   }
 
   T *ptr = nullptr;
   size_t count = 0;
+  /// Length of the mapping when ptr is one (0: from aligned_alloc).
+  size_t mappedBytes = 0;
 };
 
 } // namespace tfmc::runtime

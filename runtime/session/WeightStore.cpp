@@ -32,6 +32,11 @@ WeightStore::parts(llvm::StringRef name) const {
 }
 
 llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
+  if (sealed)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "function '%s' prepared after the "
+                                   "session released unbound weights",
+                                   fn.name.c_str());
   for (const ArgSpec &arg : fn.args) {
     if (arg.kind != ArgSpec::Kind::Weight)
       continue;
@@ -109,6 +114,10 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
                                      "scale argument for '%s' without its "
                                      "int8 weight",
                                      arg.name.c_str());
+  for (const ArgSpec &arg : fn.args)
+    if (arg.kind == ArgSpec::Kind::Weight ||
+        arg.kind == ArgSpec::Kind::WeightScale)
+      handedOut.insert(data(arg));
   return llvm::Error::success();
 }
 

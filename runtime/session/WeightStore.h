@@ -39,6 +39,13 @@ public:
   const void *data(const ArgSpec &arg) const;
   /// Bytes held in converted or packed copies (not the mapped file).
   int64_t ownedBytes() const;
+  /// Whether any prepared argument binds `data` itself (a view's float32
+  /// data read in place by compiled code or kernels). Views it does not
+  /// bind were only read while preparing (merged, halved, quantized).
+  bool binds(const void *data) const { return handedOut.count(data) != 0; }
+  /// Refuses further prepare() calls: the model's float32 copies that no
+  /// argument binds may be freed after this.
+  void seal() { sealed = true; }
 
 private:
   struct Int8Weight {
@@ -56,6 +63,9 @@ private:
   std::map<std::string, Int8Weight> int8;
   /// Every weight address handed out (released from the kernels' caches).
   std::set<const void *> bound;
+  /// Every weight and weight-scale address handed out.
+  std::set<const void *> handedOut;
+  bool sealed = false;
 };
 
 } // namespace tfmc::runtime

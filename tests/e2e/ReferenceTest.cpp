@@ -159,15 +159,19 @@ std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
 /// A fixture run on one kernel path: oneDNN library calls or compiled loops.
 using Case = std::tuple<std::string, bool>;
 
-Session &session(const Case &c, frontend::ComputeType computeType =
-                                    frontend::ComputeType::Float32) {
+Session &session(
+    const Case &c,
+    frontend::ComputeType computeType = frontend::ComputeType::Float32,
+    int64_t initialCachePositions = SessionOptions().initialCachePositions) {
   const auto &[name, library] = c;
   auto &slot = sessions()[name + (library ? "/library/" : "/loops/") +
-                          frontend::stringifyComputeType(computeType).str()];
+                          frontend::stringifyComputeType(computeType).str() +
+                          "/" + std::to_string(initialCachePositions)];
   if (!slot) {
     SessionOptions options;
     options.useLibraryKernels = library;
     options.computeType = computeType;
+    options.initialCachePositions = initialCachePositions;
     // Each test runs in its own process: share compiled code through a
     // cache in the build tree (CacheTest shows cached code behaves
     // identically).
@@ -293,6 +297,36 @@ TEST_P(Reference, BeamMatches) {
     auto out = model().translateBeam(src, c.options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     expectFirstHypotheses(*out, c, c.options.nBest, c.file);
+  }
+}
+
+/// Self-attention caches that start with one position and double at every
+/// power of two (moving their filled positions each time, beams forking in
+/// between) decode exactly what the reference does.
+TEST_P(Reference, GrowingCachesMatch) {
+  Session &grown =
+      session(GetParam(), frontend::ComputeType::Float32, /*positions=*/1);
+  llvm::json::Object c = cases();
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  const llvm::json::Array *greedy = c.getArray("greedy");
+  ASSERT_NE(greedy, nullptr);
+  for (const llvm::json::Value &g : *greedy) {
+    SearchOptions options;
+    readDecodingOptions(*g.getAsObject(), options);
+    std::string file = g.getAsObject()->getString("file")->str();
+    TokenRows expected = readRows(fixturePath(name(), file));
+    auto out = grown.translate(src, options);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    ASSERT_EQ(out->size(), src.size());
+    for (size_t i = 0; i < src.size(); ++i)
+      EXPECT_EQ((*out)[i],
+                i < expected.size() ? expected[i] : std::vector<int32_t>())
+          << file << " line " << i;
+  }
+  for (const BeamCase &b : readBeamCases(c, name(), src.size())) {
+    auto out = grown.translateBeam(src, b.options);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    expectFirstHypotheses(*out, b, b.options.nBest, b.file + " (grown)");
   }
 }
 
