@@ -154,6 +154,24 @@ TEST_F(SafeTensorsTest, BF16Conversion) {
   EXPECT_TRUE(std::signbit(v[7]));
 }
 
+TEST_F(SafeTensorsTest, ReleasingFloatCopies) {
+  std::unique_ptr<SafeTensorsFile> file = openOk(safeTensorsBytes(
+      {{"mapped", "F32", {2}, f32Bytes({1, 2})},
+       {"half", "F16", {3}, u16Bytes({0x3C00, 0x3C00, 0x3C00})}}));
+  ASSERT_TRUE(file);
+  // Read in place from the file: nothing to free, the view stays.
+  EXPECT_EQ(file->releaseFloatCopy("mapped"), 0);
+  EXPECT_EQ(file->find("mapped")->data[1], 2.0f);
+  // A converted tensor's copy goes; its name and shape stay.
+  EXPECT_EQ(file->releaseFloatCopy("half"), 3 * int64_t(sizeof(float)));
+  const TensorView *h = file->find("half");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->data, nullptr);
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(file->releaseFloatCopy("half"), 0);
+  EXPECT_EQ(file->releaseFloatCopy("absent"), 0);
+}
+
 TEST_F(SafeTensorsTest, TensorsInOffsetOrderAndFind) {
   std::vector<RawTensor> tensors = {{"z", "F32", {1}, f32Bytes({1})},
                                     {"a", "F16", {2}, u16Bytes({0, 0})},
