@@ -14,7 +14,7 @@
 //  * self-attention caches move only the slots whose parent changed, and
 //    only their filled positions; a slot that is both read and overwritten
 //    is saved to a scratch area first.
-// Self caches start with room for kInitialPositions positions and double
+// Self caches start with room for BatchShape::initialPositions and double
 // (up to the batch's limit) when a step needs more, so a batch holds
 // memory for the length it reaches rather than for the length it may
 // reach (sentences end long before 3 x source + 10).

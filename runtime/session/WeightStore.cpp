@@ -106,9 +106,6 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
     }
   }
   for (const ArgSpec &arg : fn.args)
-    if (arg.kind == ArgSpec::Kind::Weight)
-      bound.insert(data(arg));
-  for (const ArgSpec &arg : fn.args)
     if (arg.kind == ArgSpec::Kind::WeightScale && !int8.count(arg.name))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "scale argument for '%s' without its "
@@ -117,7 +114,7 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
   for (const ArgSpec &arg : fn.args)
     if (arg.kind == ArgSpec::Kind::Weight ||
         arg.kind == ArgSpec::Kind::WeightScale)
-      handedOut.insert(data(arg));
+      bound.insert(data(arg));
   return llvm::Error::success();
 }
 

@@ -42,7 +42,7 @@ public:
   /// Whether any prepared argument binds `data` itself (a view's float32
   /// data read in place by compiled code or kernels). Views it does not
   /// bind were only read while preparing (merged, halved, quantized).
-  bool binds(const void *data) const { return handedOut.count(data) != 0; }
+  bool binds(const void *data) const { return bound.count(data) != 0; }
   /// Refuses further prepare() calls: the model's float32 copies that no
   /// argument binds may be freed after this.
   void seal() { sealed = true; }
@@ -61,10 +61,9 @@ private:
   std::map<std::string, std::vector<float>> packed;
   std::map<std::string, std::vector<uint16_t>> halves;
   std::map<std::string, Int8Weight> int8;
-  /// Every weight address handed out (released from the kernels' caches).
+  /// Every weight and weight-scale address handed out (released from the
+  /// kernels' caches, which hold packed copies of the weights).
   std::set<const void *> bound;
-  /// Every weight and weight-scale address handed out.
-  std::set<const void *> handedOut;
   bool sealed = false;
 };
 

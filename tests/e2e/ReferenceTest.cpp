@@ -225,19 +225,21 @@ TEST_P(Reference, ForwardLogitsMatch) {
   EXPECT_LE(worst, atol) << "largest |tfmc - reference| logit difference";
 }
 
-TEST_P(Reference, GreedyMatches) {
-  llvm::json::Object c = cases();
-  const llvm::json::Array *greedy = c.getArray("greedy");
+/// Every greedy case of fixture `name` decoded by `session` equals the
+/// reference's output.
+void expectGreedyCases(Session &session, const std::string &name,
+                       const llvm::json::Object &cases) {
+  const llvm::json::Array *greedy = cases.getArray("greedy");
   ASSERT_NE(greedy, nullptr);
-  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  TokenRows src = readRows(fixturePath(name, "src.ids"));
   for (const llvm::json::Value &g : *greedy) {
     const llvm::json::Object *o = g.getAsObject();
     ASSERT_NE(o, nullptr);
     SearchOptions options;
     readDecodingOptions(*o, options);
     std::string file = o->getString("file")->str();
-    TokenRows expected = readRows(fixturePath(name(), file));
-    auto out = model().translate(src, options);
+    TokenRows expected = readRows(fixturePath(name, file));
+    auto out = session.translate(src, options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     ASSERT_EQ(out->size(), src.size());
     for (size_t i = 0; i < src.size(); ++i)
@@ -245,6 +247,10 @@ TEST_P(Reference, GreedyMatches) {
                 i < expected.size() ? expected[i] : std::vector<int32_t>())
           << file << " line " << i;
   }
+}
+
+TEST_P(Reference, GreedyMatches) {
+  expectGreedyCases(model(), name(), cases());
 }
 
 /// A fixture's beam cases: options, the file of the reference's results
@@ -307,22 +313,8 @@ TEST_P(Reference, GrowingCachesMatch) {
   Session &grown =
       session(GetParam(), frontend::ComputeType::Float32, /*positions=*/1);
   llvm::json::Object c = cases();
+  expectGreedyCases(grown, name(), c);
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  const llvm::json::Array *greedy = c.getArray("greedy");
-  ASSERT_NE(greedy, nullptr);
-  for (const llvm::json::Value &g : *greedy) {
-    SearchOptions options;
-    readDecodingOptions(*g.getAsObject(), options);
-    std::string file = g.getAsObject()->getString("file")->str();
-    TokenRows expected = readRows(fixturePath(name(), file));
-    auto out = grown.translate(src, options);
-    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
-    ASSERT_EQ(out->size(), src.size());
-    for (size_t i = 0; i < src.size(); ++i)
-      EXPECT_EQ((*out)[i],
-                i < expected.size() ? expected[i] : std::vector<int32_t>())
-          << file << " line " << i;
-  }
   for (const BeamCase &b : readBeamCases(c, name(), src.size())) {
     auto out = grown.translateBeam(src, b.options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
