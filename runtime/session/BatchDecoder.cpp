@@ -56,7 +56,7 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   std::copy(src.lengths.data(), src.lengths.data() + src.rows,
             slotLengths.data());
   tokens.resize(slots);
-  logits.resize(slots * vocab);
+  logits = arena.acquire(slots * vocab);
 }
 
 BatchDecoder::~BatchDecoder() {
@@ -122,7 +122,7 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
     frame.bind(crossArgs[i], cross[i], {src.rows, src.length, dModel});
     frame.bind(selfArgs[i], self[i], {active, capacity, dModel});
   }
-  frame.bind("logits", logits.data(), {active, 1, vocab});
+  frame.bind("logits", logits, {active, 1, vocab});
   // Keep the first failure; the search still runs to its end.
   auto start = std::chrono::steady_clock::now();
   rows += active;
@@ -137,7 +137,7 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
       llvm::consumeError(std::move(e));
   }
   ++position;
-  return logits.data();
+  return logits;
 }
 
 void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {

@@ -108,7 +108,8 @@ private:
   /// decode_step's argument index of cross[i] and self[i].
   std::vector<int> crossArgs, selfArgs;
   Buffer<int32_t> tokens;
-  Buffer<float> logits;
+  /// decode_step's output (from the arena: reused across batches).
+  float *logits = nullptr;
   llvm::Error failure = llvm::Error::success();
   std::function<void()> release;
 };

@@ -37,6 +37,25 @@ public:
   /// Like resize, but the contents are unspecified (for storage that is
   /// always written before it is read).
   void resizeUninitialized(size_t n) { allocate(n, /*zero=*/false); }
+  /// Makes room for at least `n` elements; the contents are unspecified
+  /// afterwards. A mapping is extended in place or moved with its pages
+  /// (mremap): the pages already touched stay resident and need no new
+  /// faults or zeroing, only the new tail does.
+  void growUninitialized(size_t n) {
+    if (n <= count)
+      return;
+    size_t bytes = roundedBytes(n);
+    if (!mappedBytes || bytes < kMappedBytes) {
+      allocate(n, /*zero=*/false);
+      return;
+    }
+    void *pages = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
+    if (pages == MAP_FAILED)
+      llvm::report_bad_alloc_error("tfmc: out of memory");
+    ptr = static_cast<T *>(pages);
+    mappedBytes = bytes;
+    count = n;
+  }
 
   T *data() { return ptr; }
   const T *data() const { return ptr; }
@@ -56,9 +75,13 @@ private:
     mappedBytes = 0;
   }
 
+  static size_t roundedBytes(size_t n) {
+    return ((n * sizeof(T) + 63) / 64) * 64;
+  }
+
   void allocate(size_t n, bool zero) {
     release();
-    size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
+    size_t bytes = roundedBytes(n);
     if (bytes >= kMappedBytes) {
       // Fresh anonymous pages read as zero: no memset needed.
       void *pages = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,

@@ -3,7 +3,8 @@
 // The float buffers of a batch decoder (KV caches, cross-attention rows,
 // scratch) come from an arena owned by the decoding thread's call frames and
 // go back to it when the batch is done, so after the first batches a new
-// batch needs no allocation, page faults or zeroing. Contents are
+// batch needs no allocation, page faults or zeroing (buffers grow in place,
+// keeping their pages; see Buffer::growUninitialized). Contents are
 // unspecified: every user writes before it reads (the attention kernels
 // read cache positions below the current step only).
 //
@@ -13,6 +14,7 @@
 
 #include "runtime/session/Buffer.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -28,17 +30,20 @@ public:
           (!best || slot->buffer.size() < best->buffer.size()))
         best = slot.get();
     if (!best) {
-      // Nothing free is large enough: grow a free buffer rather than keep
-      // it beside a new one, so the arena holds no more buffers than a
-      // batch uses at once.
+      // Nothing free is large enough: grow the largest free buffer rather
+      // than keep it beside a new one, so the arena holds no more buffers
+      // than a batch uses at once. It grows by half again at least: sizes
+      // creep up from batch to batch, and each growth costs the new pages'
+      // faults (reserved pages that are never touched cost no memory).
       for (auto &slot : slots)
-        if (!slot->used)
+        if (!slot->used && (!best || slot->buffer.size() > best->buffer.size()))
           best = slot.get();
       if (!best) {
         slots.push_back(std::make_unique<Slot>());
         best = slots.back().get();
       }
-      best->buffer.resizeUninitialized(count);
+      size_t held = best->buffer.size();
+      best->buffer.growUninitialized(std::max(count, held + held / 2));
     }
     best->used = true;
     return best->buffer.data();
