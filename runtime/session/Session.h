@@ -133,7 +133,7 @@ public:
                 int64_t slotsPerRow = 1);
 
   /// The fewest rows each worker thread decodes.
-  static constexpr int64_t kMinRowsPerWorker = 32;
+  static constexpr int64_t kMinRowsPerWorker = 16;
   struct Frames;
 
 private:
