@@ -18,12 +18,14 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SwapByteOrder.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sys/mman.h>
 
 using namespace llvm;
 
@@ -297,6 +299,8 @@ SafeTensorsFile::open(StringRef path) {
   file->filePath = path.str();
   file->impl = std::make_unique<Impl>();
   Impl &impl = *file->impl;
+  // Byte spans of tensors read once into float32 copies.
+  std::vector<std::pair<const char *, const char *>> converted;
   for (const Entry &e : tensors) {
     TensorView view;
     view.name = e.name;
@@ -328,6 +332,7 @@ SafeTensorsFile::open(StringRef path) {
       }
       view.data = storage.get();
       impl.owned.push_back(std::move(storage));
+      converted.emplace_back(src, src + (e.end - e.begin));
     }
     impl.byName[view.name] = file->views.size();
     file->views.push_back(std::move(view));
@@ -370,6 +375,21 @@ SafeTensorsFile::open(StringRef path) {
     view.data = storage.get();
     view.int8Scales = scale.data;
     impl.owned.push_back(std::move(storage));
+  }
+  // The mapped pages of converted tensors are not read again: give them
+  // back (a float16 model's file would otherwise stay resident beside its
+  // float32 copies). Only whole pages inside one span go, so the pages of
+  // tensors used in place (F32, I8) stay; a page read again later would
+  // come back from the file, so this is only about residency.
+  if ((*buffer)->getBufferKind() == MemoryBuffer::MemoryBuffer_MMap) {
+    auto page = static_cast<uintptr_t>(sys::Process::getPageSizeEstimate());
+    for (const auto &[begin, end] : converted) {
+      uintptr_t first =
+          (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+      uintptr_t last = reinterpret_cast<uintptr_t>(end) / page * page;
+      if (last > first)
+        ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+    }
   }
   impl.buffer = std::move(*buffer);
   return file;

@@ -7,7 +7,9 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 using namespace llvm;
@@ -172,6 +174,73 @@ TEST_F(SafeTensorsTest, ReleasingFloatCopies) {
   EXPECT_EQ(file->releaseFloatCopy("absent"), 0);
 }
 
+std::string i8Bytes(const std::vector<int8_t> &v) {
+  return std::string(reinterpret_cast<const char *>(v.data()), v.size());
+}
+
+/// Resident kilobytes of the mapping that holds `address` (/proc/self/smaps),
+/// -1 when none does.
+int64_t residentKbOfMapping(const void *address) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &begin, &end) == 2 &&
+        line.find(':') > line.find(' ')) {
+      inside = at >= begin && at < end;
+      continue;
+    }
+    long long kb = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %lld kB", &kb) == 1)
+      return kb;
+  }
+  return -1;
+}
+
+TEST_F(SafeTensorsTest, ConvertedTensorsLeaveTheMappingAndTheRestStays) {
+  // 48 KB of float16 between tensors read in place (F32, I8 and its
+  // scales): after open the float16 pages are no longer resident, and every
+  // tensor still reads its values.
+  std::vector<float> before(1000), after(1000);
+  std::vector<uint16_t> halves(24 * 1024);
+  std::vector<int8_t> quantized(2 * 1000);
+  for (size_t i = 0; i < before.size(); ++i) {
+    before[i] = float(i);
+    after[i] = -float(i);
+  }
+  for (size_t i = 0; i < halves.size(); ++i)
+    halves[i] = i % 2 ? 0x3C00 : 0xC000; // 1, -2
+  for (size_t i = 0; i < quantized.size(); ++i)
+    quantized[i] = static_cast<int8_t>(int(i % 255) - 127);
+  std::unique_ptr<SafeTensorsFile> file =
+      openOk(safeTensorsBytes({{"before", "F32", {1000}, f32Bytes(before)},
+                               {"half", "F16", {24, 1024}, u16Bytes(halves)},
+                               {"q", "I8", {2, 1000}, i8Bytes(quantized)},
+                               {"q_scale", "F32", {2}, f32Bytes({0.5f, 2.0f})},
+                               {"after", "F32", {1000}, f32Bytes(after)}}));
+  ASSERT_TRUE(file);
+  const float *mapped = file->find("before")->data;
+  // I8 values are always read in place.
+  int64_t resident = residentKbOfMapping(file->find("q")->int8);
+  ASSERT_GT(resident, 0) << "the file is not a mapping of its own";
+  // 4 KB header and F32, 4 KB I8, 4 KB F32 and the pages shared by
+  // neighbours; the float16 span alone is 48 KB.
+  EXPECT_LT(resident, 40) << "float16 pages still resident";
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(mapped[i], float(i));
+    ASSERT_EQ(file->find("after")->data[i], -float(i));
+  }
+  const TensorView *h = file->find("half");
+  for (size_t i = 0; i < halves.size(); ++i)
+    ASSERT_EQ(h->data[i], i % 2 ? 1.0f : -2.0f) << i;
+  const TensorView *q = file->find("q");
+  for (size_t i = 0; i < quantized.size(); ++i) {
+    ASSERT_EQ(q->int8[i], quantized[i]) << i;
+    ASSERT_EQ(q->data[i], (i < 1000 ? 0.5f : 2.0f) * float(quantized[i]));
+  }
+}
+
 TEST_F(SafeTensorsTest, TensorsInOffsetOrderAndFind) {
   std::vector<RawTensor> tensors = {{"z", "F32", {1}, f32Bytes({1})},
                                     {"a", "F16", {2}, u16Bytes({0, 0})},
@@ -330,10 +399,6 @@ TEST_F(SafeTensorsTest, OverlappingTensors) {
 } // namespace
 
 namespace {
-
-std::string i8Bytes(const std::vector<int8_t> &v) {
-  return std::string(reinterpret_cast<const char *>(v.data()), v.size());
-}
 
 TEST_F(SafeTensorsTest, PreQuantizedI8WithScales) {
   std::unique_ptr<SafeTensorsFile> file = openOk(safeTensorsBytes(
