@@ -2,8 +2,9 @@
 //
 // tfm_rt_linear / tfm_rt_linear_i8 as compiled code calls them, at row
 // counts on every route: the packed kernels (few rows), oneDNN in one call
-// (up to 256 rows with more kernel threads) and oneDNN in 256-row chunks
-// (more rows), against plain loops.
+// (up to 256 rows with more kernel threads) and 256-row chunks (more rows;
+// oneDNN, or the packed kernel where it runs AVX-512 on one thread),
+// against plain loops.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
