@@ -204,8 +204,10 @@ public:
       // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) 0.71 vs 0.74 s,
       // so AVX2 machines keep oneDNN. (Not when the caller said no: a
       // weight widened into scratch has no stable address to pack under.)
-      bool packChunks =
-          packable && packed::preferredIsa() == packed::Isa::Avx512;
+      // With more kernel threads oneDNN's parallel GEMM takes the chunks.
+      bool packChunks = packable &&
+                        packed::preferredIsa() == packed::Isa::Avx512 &&
+                        omp_get_max_threads() == 1;
       forEachChunk(
           x, y,
           [&](const MemRefDescriptor<3> &xc, const MemRefDescriptor<3> &yc) {
@@ -442,16 +444,19 @@ private:
   }
 
   /// Up to this many rows (decoder steps, beam batches), float32 and
-  /// float16 layers run the packed-panel kernel (single-threaded: with
-  /// more kernel threads oneDNN's parallel GEMM runs instead). Measured on
-  /// the base model's decoder shapes, one thread: 70 GFLOP/s at 16 rows
-  /// and 87 at 64 where oneDNN's inner product reaches 45-75; beam 4 on the
-  /// bundled model (128 rows) 4.89 -> 4.63 s with 256 rather than 64.
+  /// float16 layers run the packed-panel kernel, on the calling thread.
+  /// Measured on the base model's decoder shapes, one thread: 70 GFLOP/s
+  /// at 16 rows and 87 at 64 where oneDNN's inner product reaches 45-75;
+  /// beam 4 on the bundled model (128 rows) 4.89 -> 4.63 s with 256 rather
+  /// than 64. With more kernel threads (a batch too small for worker
+  /// slices) it still beats oneDNN's parallel GEMM at these sizes (AMD
+  /// EPYC, --threads 2, decoder seconds: base model batch 1 5.2 vs 6.0,
+  /// batch 16 1.0 vs 2.4; bundled model beam 4 at batch 16 3.9 vs 4.8-5.3),
+  /// so the kernel threads serve the larger layers only.
   static constexpr int64_t kPackedMaxRows = 256;
 
   static bool usePacked(int64_t m) {
-    return m <= kPackedMaxRows && packed::availableOnThisCpu() &&
-           omp_get_max_threads() == 1;
+    return m <= kPackedMaxRows && packed::availableOnThisCpu();
   }
 
   enum class PanelType { F32, F16, I8 };

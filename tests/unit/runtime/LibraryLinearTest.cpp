@@ -1,10 +1,9 @@
 //===- LibraryLinearTest.cpp - the library kernels' entry points ----------===//
 //
 // tfm_rt_linear / tfm_rt_linear_i8 as compiled code calls them, at row
-// counts on every route: the packed kernels (few rows), oneDNN in one call
-// (up to 256 rows with more kernel threads) and 256-row chunks (more rows;
-// oneDNN, or the packed kernel where it runs AVX-512 on one thread),
-// against plain loops.
+// counts on every route: the packed kernels (up to 256 rows, with one
+// kernel thread or more) and 256-row chunks (more rows; oneDNN, or the
+// packed kernel where it runs AVX-512 on one thread), against plain loops.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
@@ -55,8 +54,8 @@ MemRefDescriptor<3> rows3(std::vector<float> &v, int64_t batch, int64_t rows,
 struct Route {
   int64_t batch, rows, threads;
 };
-// Few rows (packed), 256 rows on two kernel threads (one oneDNN call), 700
-// rows (chunks of 256, 256 and 188) on one and on two threads.
+// Few rows, 256 rows on two kernel threads (packed either way), 700 rows
+// (chunks of 256, 256 and 188) on one and on two threads.
 const Route kRoutes[] = {{1, 3, 1}, {4, 256, 2}, {7, 700, 1}, {5, 700, 2}};
 
 TEST(LibraryLinear, Float32MatchesPlainLoopsOnEveryRoute) {
