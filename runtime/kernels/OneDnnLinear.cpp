@@ -219,7 +219,8 @@ public:
       const packed::PackedWeight &pw =
           panels(w.aligned + w.offset, n, k, PanelType::F32);
       packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
-                     y.aligned + y.offset, activation);
+                     y.aligned + y.offset, activation, packed::preferredIsa(),
+                     packedThreads(m, n, k));
       return;
     }
     try {
@@ -263,7 +264,8 @@ public:
       const packed::PackedWeight &pw =
           panels(w.aligned + w.offset, n, k, PanelType::F16);
       packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
-                     y.aligned + y.offset, activation);
+                     y.aligned + y.offset, activation, packed::preferredIsa(),
+                     packedThreads(m, n, k));
       return;
     }
     thread_local std::vector<float> wide;
@@ -332,7 +334,8 @@ public:
       }
       if (usePanels) {
         packed::int8Products(reinterpret_cast<const uint8_t *>(q.data()), m,
-                             *panelWeight, acc.data());
+                             *panelWeight, acc.data(), packed::preferredIsa(),
+                             packedThreads(m, n, k));
       } else {
         dnnl::memory src(p->src, engine, q.data());
         dnnl::memory dst(p->dst, engine, acc.data());
@@ -451,13 +454,25 @@ private:
   /// than 64. With more kernel threads (a batch too small for worker
   /// slices) it still beats oneDNN's parallel GEMM at these sizes (AMD
   /// EPYC, --threads 2, decoder seconds: base model batch 1 5.2 vs 6.0,
-  /// batch 16 1.0 vs 2.4; bundled model beam 4 at batch 16 3.9 vs 4.8-5.3),
-  /// so the kernel threads serve the larger layers only.
+  /// batch 16 1.0 vs 2.4; bundled model beam 4 at batch 16 3.9 vs 4.8-5.3).
+  /// The kernel threads split its columns instead (packedThreads): base
+  /// model batch 1 5.5 -> 3.8-4.8 s, batch 8 1.3-1.7 -> 0.95-1.0 s; bundled
+  /// model, 200 dev lines, batch 1 0.93 -> 0.58 s, batch 8 0.33 -> 0.16-0.21.
   static constexpr int64_t kPackedMaxRows = 256;
 
   static bool usePacked(int64_t m) {
     return m <= kPackedMaxRows && packed::availableOnThisCpu();
   }
+
+  /// Kernel threads a packed layer's columns are split between: all of
+  /// them once a layer has enough multiply-adds to pay for waking them
+  /// (decoder steps of a small batch with --threads > 1; worker slices run
+  /// with one kernel thread each).
+  static int packedThreads(int64_t m, int64_t n, int64_t k) {
+    int threads = omp_get_max_threads();
+    return threads > 1 && m * n * k >= kMinSplitProducts ? threads : 1;
+  }
+  static constexpr int64_t kMinSplitProducts = int64_t(1) << 17;
 
   enum class PanelType { F32, F16, I8 };
 

@@ -14,6 +14,12 @@
 using namespace tfmc::runtime;
 using namespace tfmc::runtime::packed;
 
+// GNU OpenMP's entry points (what `#pragma omp parallel` compiles to with
+// g++): the kernels share oneDNN's thread pool without an OpenMP compiler.
+extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
+                              unsigned flags);
+extern "C" int omp_get_thread_num(void);
+
 bool packed::availableOnThisCpu() {
   // Every AVX2 processor has F16C (clang 14 cannot query "f16c" itself).
   static const bool ok =
@@ -139,14 +145,14 @@ __attribute__((target("avx2"))) void activate(float *y, int64_t total,
 template <bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
-    float *y) {
-  const int64_t n = w.n, k = w.k, np = panelCount(n);
+    float *y, int64_t firstPanel, int64_t endPanel) {
+  const int64_t n = w.n, k = w.k;
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
   // multiple of 16 goes through a scratch row block.
   alignas(32) float scratch[6 * kPanel];
   alignas(32) float biasTail[kPanel] = {};
-  for (int64_t p = 0; p < np; ++p) {
+  for (int64_t p = firstPanel; p < endPanel; ++p) {
     const void *panel = Half ? static_cast<const void *>(w.f16.data() +
                                                          p * panelElements)
                              : static_cast<const void *>(w.f32.data() +
@@ -231,15 +237,13 @@ PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
   return p;
 }
 
-void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                          int32_t *acc, Isa isa) {
-  if (isa == Isa::Avx512 && runs(Isa::Avx512)) {
-    avx512::int8Products(xq, m, w, acc);
-    return;
-  }
-  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panelCount(n);
+namespace {
+
+void int8ProductsAvx2(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                      int32_t *acc, int64_t firstPanel, int64_t endPanel) {
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   alignas(32) int32_t scratch[4 * kPanel];
-  for (int64_t p = 0; p < np; ++p) {
+  for (int64_t p = firstPanel; p < endPanel; ++p) {
     const int8_t *panel = w.i8.data() + p * kPanel * kp;
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool full = width == kPanel;
@@ -263,6 +267,54 @@ void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
   }
 }
 
+/// Panels [first, end) of thread `t` of `threads`: whole pairs of panels
+/// (the AVX-512 tiles take two at a time), so every column is computed by
+/// the same tile code whatever the split and results do not depend on the
+/// thread count.
+std::pair<int64_t, int64_t> panelShare(int64_t panels, int t, int threads) {
+  int64_t pairs = (panels + 1) / 2;
+  int64_t first = 2 * (pairs * t / threads);
+  int64_t end = std::min(panels, 2 * (pairs * (t + 1) / threads));
+  return {first, end};
+}
+
+/// Runs body(firstPanel, endPanel) over `threads` shares of `panels`, on
+/// the OpenMP (GNU) threads oneDNN uses as well.
+template <typename Body>
+void forPanelShares(int64_t panels, int threads, const Body &body) {
+  if (threads <= 1) {
+    body(int64_t(0), panels);
+    return;
+  }
+  struct Job {
+    const Body *body;
+    int64_t panels;
+    int threads;
+  } job{&body, panels, threads};
+  GOMP_parallel(
+      [](void *data) {
+        const Job &j = *static_cast<const Job *>(data);
+        auto [first, end] =
+            panelShare(j.panels, omp_get_thread_num(), j.threads);
+        if (first < end)
+          (*j.body)(first, end);
+      },
+      &job, static_cast<unsigned>(threads), 0);
+}
+
+} // namespace
+
+void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                          int32_t *acc, Isa isa, int threads) {
+  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
+  forPanelShares(panelCount(w.n), threads, [&](int64_t first, int64_t end) {
+    if (wide)
+      avx512::int8Products(xq, m, w, acc, first, end);
+    else
+      int8ProductsAvx2(xq, m, w, acc, first, end);
+  });
+}
+
 PackedWeight packed::pack(const float *w, int64_t n, int64_t k) {
   PackedWeight p;
   p.n = n;
@@ -281,12 +333,21 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
 }
 
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
-                    const float *bias, float *y, int32_t activation, Isa isa) {
-  if (isa == Isa::Avx512 && runs(Isa::Avx512))
-    avx512::linear(x, m, w, bias, y);
-  else if (w.half)
-    run<true>(x, m, w, bias, y);
-  else
-    run<false>(x, m, w, bias, y);
-  activate(y, m * w.n, activation);
+                    const float *bias, float *y, int32_t activation, Isa isa,
+                    int threads) {
+  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
+  const int64_t n = w.n;
+  forPanelShares(panelCount(n), threads, [&](int64_t first, int64_t end) {
+    if (wide)
+      avx512::linear(x, m, w, bias, y, first, end);
+    else if (w.half)
+      run<true>(x, m, w, bias, y, first, end);
+    else
+      run<false>(x, m, w, bias, y, first, end);
+    if (activation != static_cast<int32_t>(KernelActivation::None)) {
+      int64_t col = first * kPanel, width = std::min(n, end * kPanel) - col;
+      for (int64_t r = 0; r < m; ++r)
+        activate(y + r * n + col, width, activation);
+    }
+  });
 }

@@ -63,14 +63,16 @@ PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
 
 /// acc[m, n] = Σk xq[m, k] · W[n, k] in int32, xq unsigned bytes below 128
 /// with rows `kPadded` apart (the padding bytes' values do not matter).
+/// `threads` > 1 splits the output columns between that many OpenMP
+/// threads (whole pairs of panels each; the results are the same).
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                  int32_t *acc, Isa isa = preferredIsa());
+                  int32_t *acc, Isa isa = preferredIsa(), int threads = 1);
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
-/// KernelActivation.
-void linear(const float *x, int64_t m, const PackedWeight &w,
-            const float *bias, float *y, int32_t activation,
-            Isa isa = preferredIsa());
+/// KernelActivation; `threads` as for int8Products.
+void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
+            float *y, int32_t activation, Isa isa = preferredIsa(),
+            int threads = 1);
 
 } // namespace tfmc::runtime::packed
 

@@ -100,8 +100,9 @@ TFMC_AVX512 inline void tileRows(int rows, const float *x, int64_t k,
 
 template <bool Half>
 TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
-                     const float *bias, float *y) {
-  const int64_t n = w.n, k = w.k, np = panelCount(n);
+                     const float *bias, float *y, int64_t firstPanel,
+                     int64_t np) {
+  const int64_t n = w.n, k = w.k;
   const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
   const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
                          : reinterpret_cast<const char *>(w.f32.data());
@@ -109,7 +110,7 @@ TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
   // through a scratch block.
   alignas(64) float scratch[6 * kPanel];
   alignas(64) float biasTail[kPanel] = {};
-  for (int64_t p = 0; p < np;) {
+  for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
     const void *panel = all + p * panelBytes;
@@ -193,19 +194,21 @@ tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
 } // namespace
 
 void packed::avx512::linear(const float *x, int64_t m, const PackedWeight &w,
-                            const float *bias, float *y) {
+                            const float *bias, float *y, int64_t firstPanel,
+                            int64_t endPanel) {
   if (w.half)
-    run<true>(x, m, w, bias, y);
+    run<true>(x, m, w, bias, y, firstPanel, endPanel);
   else
-    run<false>(x, m, w, bias, y);
+    run<false>(x, m, w, bias, y, firstPanel, endPanel);
 }
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
-                                  const PackedWeight &w, int32_t *acc) {
-  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4, np = panelCount(n);
+                                  const PackedWeight &w, int32_t *acc,
+                                  int64_t firstPanel, int64_t np) {
+  const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   const int64_t panelBytes = kPanel * kp;
   alignas(64) int32_t scratch[6 * kPanel];
-  for (int64_t p = 0; p < np;) {
+  for (int64_t p = firstPanel; p < np;) {
     const int8_t *panel = w.i8.data() + p * panelBytes;
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
