@@ -19,6 +19,7 @@ using namespace tfmc::runtime::packed;
 extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
                               unsigned flags);
 extern "C" int omp_get_thread_num(void);
+extern "C" int omp_get_num_threads(void);
 
 bool packed::availableOnThisCpu() {
   // Every AVX2 processor has F16C (clang 14 cannot query "f16c" itself).
@@ -289,13 +290,14 @@ void forPanelShares(int64_t panels, int threads, const Body &body) {
   struct Job {
     const Body *body;
     int64_t panels;
-    int threads;
-  } job{&body, panels, threads};
+  } job{&body, panels};
   GOMP_parallel(
       [](void *data) {
         const Job &j = *static_cast<const Job *>(data);
+        // The team may be smaller than asked for (inside another parallel
+        // region, or under OMP_THREAD_LIMIT): share by the actual size.
         auto [first, end] =
-            panelShare(j.panels, omp_get_thread_num(), j.threads);
+            panelShare(j.panels, omp_get_thread_num(), omp_get_num_threads());
         if (first < end)
           (*j.body)(first, end);
       },

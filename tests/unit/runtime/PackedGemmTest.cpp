@@ -15,6 +15,11 @@
 using namespace tfmc::runtime;
 using tfmc::testing::normal;
 
+// GNU OpenMP (what the kernels' threads run on).
+extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
+                              unsigned flags);
+extern "C" int omp_get_thread_num(void);
+
 namespace {
 
 // Widths that are not multiples of the 16-column panel or of 4 (int8 k
@@ -191,6 +196,40 @@ TEST(PackedGemm, ThreadsSplittingColumnsGiveTheSameResults) {
           ASSERT_EQ(one, split) << "isa " << int(isa) << " n " << s.n << " m "
                                 << m << " threads " << threads;
         }
+}
+
+/// Inside another (active) OpenMP parallel region GNU OpenMP gives nested
+/// teams of one thread: the split must still compute every column.
+TEST(PackedGemm, SplitInsideAParallelRegionComputesEveryColumn) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(13);
+  const int64_t n = 200, k = 48, m = 3;
+  struct Case {
+    std::vector<float> x, w, b, one, nested[2];
+    packed::PackedWeight pw;
+  } c;
+  c.x = normal(m * k, rng);
+  c.w = normal(n * k, rng);
+  c.b = normal(n, rng);
+  c.pw = packed::pack(c.w.data(), n, k);
+  c.one.assign(m * n, NAN);
+  for (auto &out : c.nested)
+    out.assign(m * n, NAN);
+  packed::linear(c.x.data(), m, c.pw, c.b.data(), c.one.data(), 0,
+                 packed::preferredIsa(), 1);
+  GOMP_parallel(
+      [](void *data) {
+        Case &c = *static_cast<Case *>(data);
+        int t = omp_get_thread_num();
+        if (t < 2)
+          packed::linear(c.x.data(), m, c.pw, c.b.data(), c.nested[t].data(), 0,
+                         packed::preferredIsa(), 2);
+      },
+      &c, 2, 0);
+  for (const auto &out : c.nested)
+    EXPECT_EQ(
+        0, std::memcmp(c.one.data(), out.data(), c.one.size() * sizeof(float)));
 }
 
 } // namespace
