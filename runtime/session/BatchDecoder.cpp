@@ -131,6 +131,9 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (llvm::Error e = std::move(called)) {
+    // The search goes on over defined (if meaningless) logits; the batch
+    // then fails with this error.
+    std::fill(logits, logits + active * vocab, 0.0f);
     if (!failure)
       failure = std::move(e);
     else

@@ -42,7 +42,7 @@ public:
   /// (mremap): the pages already touched stay resident and need no new
   /// faults or zeroing, only the new tail does.
   void growUninitialized(size_t n) {
-    if (n <= count)
+    if (n <= count && ptr)
       return;
     size_t bytes = roundedBytes(n);
     if (!mappedBytes || bytes < kMappedBytes) {

@@ -63,6 +63,14 @@ TEST(DecoderArenaTest, GrowsWithHeadroom) {
   EXPECT_NE(arena.acquire(10), held);
 }
 
+TEST(DecoderArenaTest, EmptyBuffersAreDistinct) {
+  DecoderArena arena;
+  float *a = arena.acquire(0), *b = arena.acquire(0);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+}
+
 TEST(DecoderArenaTest, ReleaseOneAndTrim) {
   DecoderArena arena;
   float *a = arena.acquire(kLarge);
