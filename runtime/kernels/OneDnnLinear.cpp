@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/model/Float16.h"
+#include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
@@ -37,9 +38,6 @@
 #include <mutex>
 #include <tuple>
 #include <vector>
-
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_get_max_threads(void);
 
 using namespace tfmc::runtime;
 

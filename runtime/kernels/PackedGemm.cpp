@@ -2,6 +2,7 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/PackedGemmIsa.h"
 
+#include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
 
 #include <immintrin.h>
@@ -13,13 +14,6 @@
 
 using namespace tfmc::runtime;
 using namespace tfmc::runtime::packed;
-
-// GNU OpenMP's entry points (what `#pragma omp parallel` compiles to with
-// g++): the kernels share oneDNN's thread pool without an OpenMP compiler.
-extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
-                              unsigned flags);
-extern "C" int omp_get_thread_num(void);
-extern "C" int omp_get_num_threads(void);
 
 bool packed::availableOnThisCpu() {
   // Every AVX2 processor has F16C (clang 14 cannot query "f16c" itself).

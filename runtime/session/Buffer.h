@@ -34,9 +34,6 @@ public:
   ~Buffer() { release(); }
 
   void resize(size_t n) { allocate(n, /*zero=*/true); }
-  /// Like resize, but the contents are unspecified (for storage that is
-  /// always written before it is read).
-  void resizeUninitialized(size_t n) { allocate(n, /*zero=*/false); }
   /// Makes room for at least `n` elements; the contents are unspecified
   /// afterwards. A mapping is extended in place or moved with its pages
   /// (mremap): the pages already touched stay resident and need no new
@@ -44,11 +41,11 @@ public:
   void growUninitialized(size_t n) {
     if (n <= count && ptr)
       return;
-    size_t bytes = roundedBytes(n);
-    if (!mappedBytes || bytes < kMappedBytes) {
+    if (!mappedBytes) {
       allocate(n, /*zero=*/false);
       return;
     }
+    size_t bytes = roundedBytes(n);
     void *pages = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
     if (pages == MAP_FAILED)
       llvm::report_bad_alloc_error("tfmc: out of memory");

@@ -12,7 +12,7 @@ constexpr size_t kLarge = 1 << 19;
 
 TEST(BufferTest, GrowingAMappingKeepsItsPages) {
   Buffer<float> buffer;
-  buffer.resizeUninitialized(kLarge);
+  buffer.resize(kLarge);
   for (size_t i = 0; i < kLarge; ++i)
     buffer[i] = static_cast<float>(i);
   buffer.growUninitialized(3 * kLarge);

@@ -1,6 +1,7 @@
 //===- PackedGemmTest.cpp - the packed-panel kernels against plain loops --===//
 #include "runtime/kernels/PackedGemm.h"
 #include "frontends/model/Float16.h"
+#include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 #include "tests/unit/runtime/RandomData.h"
@@ -14,11 +15,6 @@
 
 using namespace tfmc::runtime;
 using tfmc::testing::normal;
-
-// GNU OpenMP (what the kernels' threads run on).
-extern "C" void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
-                              unsigned flags);
-extern "C" int omp_get_thread_num(void);
 
 namespace {
 
