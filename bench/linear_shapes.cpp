@@ -1,7 +1,7 @@
 //===- linear_shapes.cpp - GFLOP/s of tfmc's linear kernels per shape -----===//
 //
-// tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot]: for the
-// linear shapes (N x K) of a model with d_model D, d_ff F and a target
+// tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot] [--zeros P]: for
+// the linear shapes (N x K) of a model with d_model D, d_ff F and a target
 // vocabulary of V (default: the base model, 512,2048,8000), M rows, runs the
 // runtime's library kernels through their C ABI (what compiled code calls:
 // float32, float16 and int8 weights, each on the path the runtime picks for M
@@ -9,6 +9,9 @@
 // cycles through enough copies of its weight to stream about 64 MB, as a
 // decoder step streams its layers;
 // --hot uses one copy (the weights stay in cache, as a small model's do).
+// --zeros P adds a row for ff2 whose inputs are zero with probability P
+// (0 <= P < 1, each value on its own), as a ReLU leaves them: the packed
+// kernels skip the k steps where a whole row tile is zero.
 // Prints a markdown table of GFLOP/s (int8: GOP/s).
 //
 //===----------------------------------------------------------------------===//
@@ -76,6 +79,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> rowCounts = {1, 16, 64};
   std::vector<int64_t> dims = {512, 2048, 8000};
   bool hot = false;
+  double zeros = -1;
   auto list = [](char *text) {
     std::vector<int64_t> values;
     for (char *s = std::strtok(text, ","); s; s = std::strtok(nullptr, ","))
@@ -90,10 +94,17 @@ int main(int argc, char **argv) {
       rowCounts = list(argv[++i]);
     else if (arg == "--dims" && i + 1 < argc)
       dims = list(argv[++i]);
-    else {
+    else if (arg == "--zeros" && i + 1 < argc) {
+      char *end = nullptr;
+      zeros = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(zeros >= 0 && zeros < 1)) {
+        std::fprintf(stderr, "error: --zeros takes a fraction in [0, 1)\n");
+        return 1;
+      }
+    } else {
       std::fprintf(stderr,
                    "error: unknown argument '%s' (expected --rows "
-                   "M,.. --dims D,F,V --hot)\n",
+                   "M,.. --dims D,F,V --hot --zeros P)\n",
                    arg.c_str());
       return 1;
     }
@@ -116,20 +127,28 @@ int main(int argc, char **argv) {
   const int64_t d = dims[0], ff = dims[1], vocab = dims[2];
   setKernelThreads(1);
   struct Shape {
-    const char *name;
+    std::string name;
     int64_t n, k;
-  } shapes[] = {{"qkv", 3 * d, d},
-                {"self-out / cross-q / cross-out", d, d},
-                {"ff1", ff, d},
-                {"ff2", d, ff},
-                {"output projection", vocab, d}};
+    double zeros = 0; // the fraction of zero inputs
+  };
+  std::vector<Shape> shapes = {{"qkv", 3 * d, d},
+                               {"self-out / cross-q / cross-out", d, d},
+                               {"ff1", ff, d},
+                               {"ff2", d, ff},
+                               {"output projection", vocab, d}};
+  if (zeros >= 0) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "ff2, %.0f%% zero inputs", zeros * 100);
+    shapes.insert(shapes.begin() + 4, {name, d, ff, zeros});
+  }
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 0.05f);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   std::printf("| shape (N x K) | M | oneDNN f32 GFLOP/s | tfmc f32 | tfmc f16 | "
               "tfmc int8 (GOP/s) |\n|---|---|---|---|---|---|\n");
-  for (Shape s : shapes) {
+  for (const Shape &s : shapes) {
     // About 64 MB of each type's weights, so every call streams from memory.
     auto copiesOf = [&](int64_t bytes) {
       if (hot)
@@ -157,7 +176,7 @@ int main(int argc, char **argv) {
     for (int64_t m : rowCounts) {
       std::vector<float> x(m * s.k), y(m * s.n);
       for (float &v : x)
-        v = dist(rng) * 20;
+        v = uniform(rng) < s.zeros ? 0.0f : dist(rng) * 20;
       double flops = 2.0 * m * s.n * s.k;
       int reps = std::max<int>(3 * copies, int(2e9 / flops / 50));
       MemRefDescriptor<3> xd = rows3(x.data(), m, s.k),
@@ -204,7 +223,7 @@ int main(int argc, char **argv) {
         return 1;
       }
       std::printf("| %s (%lld x %lld) | %lld | %.1f | %.1f | %.1f | %.1f |\n",
-                  s.name, (long long)s.n, (long long)s.k, (long long)m,
+                  s.name.c_str(), (long long)s.n, (long long)s.k, (long long)m,
                   flops / onednn / 1e9, flops / f32 / 1e9, flops / f16 / 1e9,
                   flops / i8 / 1e9);
     }

@@ -67,14 +67,16 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
 }
 
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
-/// start from the bias, the k loop streams the panel once. The first row
+/// start from the bias, the k loop streams the panel once, over `count`
+/// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. The first row
 /// tile of a panel (Prefetch) also prefetches the next panel at the same
 /// pace: a few percent on the base model at 16 rows; prefetching in every
 /// tile cost the bundled model 20%.
-template <int Rows, bool Half, bool Prefetch>
+template <int Rows, bool Half, bool Prefetch, bool Sparse>
 __attribute__((target("avx2,fma,f16c"))) void
-tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
-     const float *bias16, float *out16, int64_t ldy) {
+tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
+     const void *panel, const char *nextPanel, const float *bias16,
+     float *out16, int64_t ldy) {
   __m256 lo[Rows], hi[Rows];
   __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
   for (int r = 0; r < Rows; ++r) {
@@ -82,7 +84,8 @@ tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
     hi[r] = b1;
   }
   constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
-  for (int64_t c = 0; c < k; ++c) {
+  for (int64_t s = 0; s < count; ++s) {
+    int64_t c = Sparse ? steps[s] : s;
     if constexpr (Prefetch)
       _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
     __m256 w0, w1;
@@ -99,24 +102,43 @@ tile(const float *x, int64_t k, const void *panel, const char *nextPanel,
   }
 }
 
-/// tile<Rows, ...> for a run-time row count of 6, 4, 2 or 1.
+template <int Rows, bool Half, bool Prefetch>
+__attribute__((target("avx2,fma,f16c"))) inline void
+tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
+          const void *panel, const char *nextPanel, const float *bias16,
+          float *out16, int64_t ldy) {
+  if (steps)
+    tile<Rows, Half, Prefetch, true>(x, k, steps, count, panel, nextPanel,
+                                     bias16, out16, ldy);
+  else
+    tile<Rows, Half, Prefetch, false>(x, k, steps, count, panel, nextPanel,
+                                      bias16, out16, ldy);
+}
+
+/// The tile of `t`'s row count (6, 4, 2 or 1) and steps.
 template <bool Half, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) inline void
-tileRows(int rows, const float *x, int64_t k, const void *panel,
-         const char *nextPanel, const float *bias16, float *out16,
-         int64_t ldy) {
-  switch (rows) {
+tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
+         const void *panel, const char *nextPanel, const float *bias16,
+         float *out16, int64_t ldy) {
+  const int32_t *steps = plan.stepsOf(t);
+  int64_t count = RowTiles::countOf(t, k);
+  switch (t.rows) {
   case 6:
-    tile<6, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    tileSteps<6, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+                                 out16, ldy);
     break;
   case 4:
-    tile<4, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    tileSteps<4, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+                                 out16, ldy);
     break;
   case 2:
-    tile<2, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    tileSteps<2, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+                                 out16, ldy);
     break;
   default:
-    tile<1, Half, Prefetch>(x, k, panel, nextPanel, bias16, out16, ldy);
+    tileSteps<1, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+                                 out16, ldy);
     break;
   }
 }
@@ -139,8 +161,8 @@ __attribute__((target("avx2"))) void activate(float *y, int64_t total,
 
 template <bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
-run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
-    float *y, int64_t firstPanel, int64_t endPanel) {
+run(const float *x, const RowTiles &plan, const PackedWeight &w,
+    const float *bias, float *y, int64_t firstPanel, int64_t endPanel) {
   const int64_t n = w.n, k = w.k;
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
@@ -160,21 +182,19 @@ run(const float *x, int64_t m, const PackedWeight &w, const float *bias,
       std::memcpy(biasTail, b, width * sizeof(float));
       b = biasTail;
     }
-    for (int64_t r = 0; r < m;) {
-      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+    for (const RowTile &t : plan.tiles) {
       bool full = width == kPanel;
-      float *out = full ? y + r * n + col : scratch;
+      float *out = full ? y + t.row * n + col : scratch;
       int64_t ld = full ? n : kPanel;
-      const float *xr = x + r * k;
-      if (r == 0)
-        tileRows<Half, true>(rows, xr, k, panel, nextPanel, b, out, ld);
+      const float *xr = x + t.row * k;
+      if (t.row == 0)
+        tileRows<Half, true>(plan, t, xr, k, panel, nextPanel, b, out, ld);
       else
-        tileRows<Half, false>(rows, xr, k, panel, nextPanel, b, out, ld);
+        tileRows<Half, false>(plan, t, xr, k, panel, nextPanel, b, out, ld);
       if (!full)
-        for (int i = 0; i < rows; ++i)
-          std::memcpy(y + (r + i) * n + col, scratch + i * kPanel,
+        for (int i = 0; i < t.rows; ++i)
+          std::memcpy(y + (t.row + i) * n + col, scratch + i * kPanel,
                       width * sizeof(float));
-      r += rows;
     }
   }
 }
@@ -330,16 +350,22 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
 
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
                     const float *bias, float *y, int32_t activation, Isa isa,
-                    int threads) {
+                    int threads, bool skipZeros) {
   bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
   const int64_t n = w.n;
+  // Planned once by the calling thread and read by every column share: the
+  // body names the caller's plan through a reference (a thread_local named
+  // in it would be each worker's own).
+  thread_local RowTiles callerPlan;
+  planRowTiles(x, m, w.k, skipZeros, callerPlan);
+  const RowTiles &plan = callerPlan;
   forPanelShares(panelCount(n), threads, [&](int64_t first, int64_t end) {
     if (wide)
-      avx512::linear(x, m, w, bias, y, first, end);
+      avx512::linear(x, plan, w, bias, y, first, end);
     else if (w.half)
-      run<true>(x, m, w, bias, y, first, end);
+      run<true>(x, plan, w, bias, y, first, end);
     else
-      run<false>(x, m, w, bias, y, first, end);
+      run<false>(x, plan, w, bias, y, first, end);
     if (activation != static_cast<int32_t>(KernelActivation::None)) {
       int64_t col = first * kPanel, width = std::min(n, end * kPanel) - col;
       for (int64_t r = 0; r < m; ++r)

@@ -69,10 +69,12 @@ void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, Isa isa = preferredIsa(), int threads = 1);
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
-/// KernelActivation; `threads` as for int8Products.
+/// KernelActivation; `threads` as for int8Products. With `skipZeros`, the
+/// k steps at which all rows of a row tile are zero are skipped (RowTiles.h:
+/// the results stay the same).
 void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
             float *y, int32_t activation, Isa isa = preferredIsa(),
-            int threads = 1);
+            int threads = 1, bool skipZeros = true);
 
 } // namespace tfmc::runtime::packed
 

@@ -45,12 +45,13 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 }
 
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
-/// (`panelStride` elements on). The first row tile of a panel pair
+/// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
+/// or (Sparse) the listed `steps`. The first row tile of a panel pair
 /// (Prefetch) prefetches the pair after it at the same pace.
-template <int Rows, int Panels, bool Half, bool Prefetch>
-TFMC_AVX512 void tile(const float *x, int64_t k, const void *panel,
-                      int64_t panelBytes, const float *bias, float *out,
-                      int64_t ldy) {
+template <int Rows, int Panels, bool Half, bool Prefetch, bool Sparse>
+TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
+                      int64_t count, const void *panel, int64_t panelBytes,
+                      const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
   for (int p = 0; p < Panels; ++p) {
     __m512 b = _mm512_loadu_ps(bias + p * kPanel);
@@ -59,7 +60,8 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const void *panel,
   }
   const char *base = static_cast<const char *>(panel);
   constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
-  for (int64_t c = 0; c < k; ++c) {
+  for (int64_t s = 0; s < count; ++s) {
+    int64_t c = Sparse ? steps[s] : s;
     __m512 w[Panels];
     for (int p = 0; p < Panels; ++p) {
       const char *pp = base + p * panelBytes;
@@ -78,30 +80,51 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const void *panel,
       _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
 }
 
+template <int Rows, int Panels, bool Half, bool Prefetch>
+TFMC_AVX512 inline void tileSteps(const float *x, int64_t k,
+                                  const int32_t *steps, int64_t count,
+                                  const void *panel, int64_t panelBytes,
+                                  const float *bias, float *out, int64_t ldy) {
+  if (steps)
+    tile<Rows, Panels, Half, Prefetch, true>(x, k, steps, count, panel,
+                                             panelBytes, bias, out, ldy);
+  else
+    tile<Rows, Panels, Half, Prefetch, false>(x, k, steps, count, panel,
+                                              panelBytes, bias, out, ldy);
+}
+
+/// The tile of `t`'s row count and steps.
 template <int Panels, bool Half, bool Prefetch>
-TFMC_AVX512 inline void tileRows(int rows, const float *x, int64_t k,
-                                 const void *panel, int64_t panelBytes,
-                                 const float *bias, float *out, int64_t ldy) {
-  switch (rows) {
+TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
+                                 const float *x, int64_t k, const void *panel,
+                                 int64_t panelBytes, const float *bias,
+                                 float *out, int64_t ldy) {
+  const int32_t *steps = plan.stepsOf(t);
+  int64_t count = RowTiles::countOf(t, k);
+  switch (t.rows) {
   case 6:
-    tile<6, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    tileSteps<6, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+                                         bias, out, ldy);
     break;
   case 4:
-    tile<4, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    tileSteps<4, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+                                         bias, out, ldy);
     break;
   case 2:
-    tile<2, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    tileSteps<2, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+                                         bias, out, ldy);
     break;
   default:
-    tile<1, Panels, Half, Prefetch>(x, k, panel, panelBytes, bias, out, ldy);
+    tileSteps<1, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+                                         bias, out, ldy);
     break;
   }
 }
 
 template <bool Half>
-TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
-                     const float *bias, float *y, int64_t firstPanel,
-                     int64_t np) {
+TFMC_AVX512 void run(const float *x, const RowTiles &plan,
+                     const PackedWeight &w, const float *bias, float *y,
+                     int64_t firstPanel, int64_t np) {
   const int64_t n = w.n, k = w.k;
   const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
   const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
@@ -119,26 +142,25 @@ TFMC_AVX512 void run(const float *x, int64_t m, const PackedWeight &w,
       std::memcpy(biasTail, b, width * sizeof(float));
       b = biasTail;
     }
-    for (int64_t r = 0; r < m;) {
-      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
-      const float *xr = x + r * k;
+    for (const RowTile &t : plan.tiles) {
+      const float *xr = x + t.row * k;
       if (pair) {
-        float *out = y + r * n + col;
-        if (r == 0)
-          tileRows<2, Half, true>(rows, xr, k, panel, panelBytes, b, out, n);
+        float *out = y + t.row * n + col;
+        if (t.row == 0)
+          tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out, n);
         else
-          tileRows<2, Half, false>(rows, xr, k, panel, panelBytes, b, out, n);
+          tileRows<2, Half, false>(plan, t, xr, k, panel, panelBytes, b, out,
+                                   n);
       } else {
         bool full = width == kPanel;
-        float *out = full ? y + r * n + col : scratch;
+        float *out = full ? y + t.row * n + col : scratch;
         int64_t ld = full ? n : kPanel;
-        tileRows<1, Half, false>(rows, xr, k, panel, panelBytes, b, out, ld);
+        tileRows<1, Half, false>(plan, t, xr, k, panel, panelBytes, b, out, ld);
         if (!full)
-          for (int i = 0; i < rows; ++i)
-            std::memcpy(y + (r + i) * n + col, scratch + i * kPanel,
+          for (int i = 0; i < t.rows; ++i)
+            std::memcpy(y + (t.row + i) * n + col, scratch + i * kPanel,
                         width * sizeof(float));
       }
-      r += rows;
     }
     p += pair ? 2 : 1;
   }
@@ -193,13 +215,13 @@ tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
 
 } // namespace
 
-void packed::avx512::linear(const float *x, int64_t m, const PackedWeight &w,
-                            const float *bias, float *y, int64_t firstPanel,
-                            int64_t endPanel) {
+void packed::avx512::linear(const float *x, const RowTiles &plan,
+                            const PackedWeight &w, const float *bias, float *y,
+                            int64_t firstPanel, int64_t endPanel) {
   if (w.half)
-    run<true>(x, m, w, bias, y, firstPanel, endPanel);
+    run<true>(x, plan, w, bias, y, firstPanel, endPanel);
   else
-    run<false>(x, m, w, bias, y, firstPanel, endPanel);
+    run<false>(x, plan, w, bias, y, firstPanel, endPanel);
 }
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,

@@ -8,15 +8,17 @@
 #define RUNTIME_KERNELS_PACKEDGEMMISA_H
 
 #include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/RowTiles.h"
 
 namespace tfmc::runtime::packed::avx512 {
 
 /// AVX-512 F/BW/VL with VNNI.
 bool available();
 /// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, the
-/// columns of panels [firstPanel, endPanel) only.
-void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
-            float *y, int64_t firstPanel, int64_t endPanel);
+/// columns of panels [firstPanel, endPanel) only, the rows in the tiles of
+/// `plan` (x's rows, their k steps).
+void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
+            const float *bias, float *y, int64_t firstPanel, int64_t endPanel);
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, int64_t firstPanel, int64_t endPanel);
 

@@ -148,6 +148,50 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
       }
 }
 
+/// Inputs as a ReLU leaves them: skipping the k steps where a whole row
+/// tile is zero gives the results of running every step, bit for bit, on
+/// each instruction set, alone and with the columns split between threads
+/// (each share reads the plan its caller made).
+TEST(PackedGemm, SkippingZeroStepsChangesNoResult) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  for (packed::Isa isa : isasHere())
+    for (Shape s :
+         {Shape{37, 19}, Shape{100, 64}, Shape{256, 1024}, Shape{48, 77}})
+      for (int64_t m : {1, 2, 5, 6, 13, 32})
+        for (float zeros : {0.5f, 0.9f, 0.99f, 1.0f}) {
+          std::vector<float> x = normal(m * s.k, rng),
+                             w = normal(s.n * s.k, rng), b = normal(s.n, rng);
+          for (float &v : x)
+            if (uniform(rng) < zeros)
+              v = 0.0f;
+          // A row tile of zeros only, when there are two tiles.
+          if (m >= 12)
+            std::fill(x.begin() + 6 * s.k, x.begin() + 12 * s.k, 0.0f);
+          std::vector<uint16_t> halves(w.size());
+          for (size_t i = 0; i < w.size(); ++i)
+            halves[i] = tfmc::floatToHalf(w[i]);
+          for (bool half : {false, true})
+            for (int threads : {1, 2}) {
+              packed::PackedWeight pw =
+                  half ? packed::packHalves(halves.data(), s.n, s.k)
+                       : packed::pack(w.data(), s.n, s.k);
+              std::vector<float> all(m * s.n, NAN), skipped(m * s.n, NAN);
+              packed::linear(x.data(), m, pw, b.data(), all.data(), 0, isa,
+                             threads, /*skipZeros*/ false);
+              packed::linear(x.data(), m, pw, b.data(), skipped.data(), 0, isa,
+                             threads, /*skipZeros*/ true);
+              ASSERT_EQ(0, std::memcmp(all.data(), skipped.data(),
+                                       all.size() * sizeof(float)))
+                  << "isa " << int(isa) << " n " << s.n << " k " << s.k << " m "
+                  << m << " zeros " << zeros << " half " << half << " threads "
+                  << threads;
+            }
+        }
+}
+
 /// Columns split between threads (whole pairs of panels each) give the
 /// single thread's results bit for bit, activation included, on every
 /// instruction set; panels fewer than threads leave some threads idle.

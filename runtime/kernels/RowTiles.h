@@ -1,0 +1,61 @@
+//===- RowTiles.h - row tiles of a packed layer and their k steps -*- C++
+//-*-===//
+//
+// The packed float kernels compute the rows of a layer in tiles of 6, 4, 2
+// or 1 rows (6 while six are left). At a k step where every row of a tile
+// has a zero input, each of the tile's accumulators would only add 0 · w:
+// the kernels skip such steps. Inputs that come out of a ReLU are mostly
+// zeros (the bundled model's feed-forward layers: 4% of the hidden values
+// are non-zero in the encoder, 13-19% in the decoder), so a tile keeps
+// 20-60% of its steps on that model, and the second feed-forward layer
+// costs that much less.
+//
+// Skipping changes no result: an accumulator plus (±0 · w) is the
+// accumulator itself, except that a sum of exactly zero may change its
+// sign and that a weight of ±inf or NaN times zero would have given NaN.
+// Inputs that are NaN count as non-zero.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_ROWTILES_H
+#define RUNTIME_KERNELS_ROWTILES_H
+
+#include <cstdint>
+#include <vector>
+
+namespace tfmc::runtime::packed {
+
+/// Rows [row, row + rows) of a layer, with the k steps the tile runs.
+struct RowTile {
+  int64_t row = 0;
+  int rows = 0;
+  /// The tile's steps are RowTiles::steps[first, first + count); a count
+  /// below zero means all k steps in order.
+  int64_t first = 0;
+  int64_t count = -1;
+};
+
+struct RowTiles {
+  std::vector<RowTile> tiles;
+  std::vector<int32_t> steps;
+
+  /// The steps of tile `t` (nullptr for all k) and how many.
+  const int32_t *stepsOf(const RowTile &t) const {
+    return t.count < 0 ? nullptr : steps.data() + t.first;
+  }
+  static int64_t countOf(const RowTile &t, int64_t k) {
+    return t.count < 0 ? k : t.count;
+  }
+};
+
+/// Splits `m` rows of x ([m, k], row-major) into tiles and, with
+/// `skipZeros`, lists each tile's steps at which some row is non-zero.
+/// Where there is little to skip the scan itself would cost more than it
+/// saves, so: rows whose first row is less than a sixteenth zeros keep all
+/// their steps; a tile that would keep more than 7/8 of its steps keeps
+/// all, and so do the tiles after it. Reuses the storage of `plan`.
+void planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
+                  RowTiles &plan);
+
+} // namespace tfmc::runtime::packed
+
+#endif // RUNTIME_KERNELS_ROWTILES_H

@@ -1,0 +1,97 @@
+//===- RowTilesTest.cpp - row tiles and the k steps they keep -------------===//
+#include "runtime/kernels/RowTiles.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <vector>
+
+using namespace tfmc::runtime::packed;
+
+namespace {
+
+/// The steps of `t` as a list (all k when it keeps every step).
+std::vector<int32_t> stepsOf(const RowTiles &plan, const RowTile &t,
+                             int64_t k) {
+  const int32_t *steps = plan.stepsOf(t);
+  std::vector<int32_t> out;
+  for (int64_t s = 0; s < RowTiles::countOf(t, k); ++s)
+    out.push_back(steps ? steps[s] : static_cast<int32_t>(s));
+  return out;
+}
+
+TEST(RowTiles, SixRowsWhileSixAreLeftThenFourTwoOne) {
+  RowTiles plan;
+  std::vector<float> x(13 * 4, 1.0f);
+  planRowTiles(x.data(), 13, 4, true, plan);
+  std::vector<std::pair<int64_t, int>> got;
+  for (const RowTile &t : plan.tiles)
+    got.push_back({t.row, t.rows});
+  EXPECT_EQ(got,
+            (std::vector<std::pair<int64_t, int>>{{0, 6}, {6, 6}, {12, 1}}));
+  planRowTiles(x.data(), 7, 4, true, plan);
+  ASSERT_EQ(plan.tiles.size(), 2u);
+  EXPECT_EQ(plan.tiles[1].rows, 1);
+  planRowTiles(x.data(), 5, 4, true, plan);
+  ASSERT_EQ(plan.tiles.size(), 2u);
+  EXPECT_EQ(plan.tiles[0].rows, 4);
+}
+
+/// A tile keeps exactly the steps where one of its rows is non-zero (NaN
+/// included, -0 not), in order, across the 8-wide blocks and the tail.
+TEST(RowTiles, TilesKeepTheStepsWhereARowIsNonZero) {
+  const int64_t k = 37, m = 8; // tiles: rows 0-5, rows 6-7
+  std::vector<float> x(m * k, 0.0f);
+  x[0 * k + 3] = 1.5f;
+  x[5 * k + 9] = -2.0f;
+  x[2 * k + 36] = NAN;
+  x[4 * k + 20] = -0.0f;
+  x[6 * k + 0] = 1e-30f;
+  x[7 * k + 35] = INFINITY;
+  RowTiles plan;
+  planRowTiles(x.data(), m, k, true, plan);
+  ASSERT_EQ(plan.tiles.size(), 2u);
+  EXPECT_EQ(stepsOf(plan, plan.tiles[0], k), (std::vector<int32_t>{3, 9, 36}));
+  EXPECT_EQ(stepsOf(plan, plan.tiles[1], k), (std::vector<int32_t>{0, 35}));
+}
+
+TEST(RowTiles, AllZeroTileKeepsNoStep) {
+  const int64_t k = 16;
+  std::vector<float> x(6 * k, 0.0f);
+  RowTiles plan;
+  planRowTiles(x.data(), 6, k, true, plan);
+  ASSERT_EQ(plan.tiles.size(), 1u);
+  EXPECT_EQ(plan.tiles[0].count, 0);
+}
+
+/// Little to skip: every step is kept, without a list.
+TEST(RowTiles, DenseRowsKeepEveryStep) {
+  const int64_t k = 64;
+  RowTiles plan;
+  // No zero at all (a layer norm's output).
+  std::vector<float> dense(12 * k, 0.5f);
+  planRowTiles(dense.data(), 12, k, true, plan);
+  for (const RowTile &t : plan.tiles)
+    EXPECT_LT(t.count, 0);
+  // Mostly zeros, but the first tile keeps more than 7/8 of its steps: it
+  // and the tiles after it keep all of them.
+  std::vector<float> x(12 * k, 0.0f);
+  for (int64_t c = 0; c < k - 4; ++c)
+    x[(c % 6) * k + c] = 1.0f;
+  x[6 * k + 1] = 1.0f;
+  planRowTiles(x.data(), 12, k, true, plan);
+  ASSERT_EQ(plan.tiles.size(), 2u);
+  EXPECT_LT(plan.tiles[0].count, 0);
+  EXPECT_LT(plan.tiles[1].count, 0);
+  // Exactly 7/8 kept is still a list.
+  std::fill(x.begin(), x.end(), 0.0f);
+  for (int64_t c = 0; c < k - k / 8; ++c)
+    x[(c % 6) * k + c] = 1.0f;
+  planRowTiles(x.data(), 6, k, true, plan);
+  EXPECT_EQ(plan.tiles[0].count, k - k / 8);
+  // Not asked to skip.
+  planRowTiles(x.data(), 6, k, false, plan);
+  EXPECT_LT(plan.tiles[0].count, 0);
+}
+
+} // namespace
