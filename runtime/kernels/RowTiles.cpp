@@ -39,20 +39,6 @@ nonZeroSteps(const float *x, int rows, int64_t k, int64_t limit, int32_t *out) {
   return count > limit ? -1 : count;
 }
 
-/// Whether at least a sixteenth of the first row is zero. Most of a row
-/// of a ReLU's output is (80-96% on the bundled model); almost nothing of
-/// a layer norm's or an attention's, whose layers then skip the scan.
-__attribute__((target("avx2"))) bool worthPlanning(const float *x, int64_t k) {
-  const __m256 zero = _mm256_setzero_ps();
-  int64_t zeros = 0, c = 0;
-  for (; c + 8 <= k; c += 8)
-    zeros += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(
-        _mm256_cmp_ps(_mm256_loadu_ps(x + c), zero, _CMP_EQ_OQ))));
-  for (; c < k; ++c)
-    zeros += x[c] == 0.0f;
-  return zeros * 16 >= k;
-}
-
 } // namespace
 
 void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
@@ -63,7 +49,7 @@ void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
     plan.tiles.push_back({r, rows, 0, -1});
     r += rows;
   }
-  if (!skipZeros || k == 0 || !worthPlanning(x, k))
+  if (!skipZeros || k == 0 || !worthSkipping(x, k))
     return;
   if (plan.steps.size() < plan.tiles.size() * size_t(k))
     plan.steps.resize(plan.tiles.size() * size_t(k));
@@ -78,4 +64,16 @@ void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
       break;
     used += t.count;
   }
+}
+
+__attribute__((target("avx2"))) bool packed::worthSkipping(const float *x,
+                                                           int64_t k) {
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t zeros = 0, c = 0;
+  for (; c + 8 <= k; c += 8)
+    zeros += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_loadu_ps(x + c), zero, _CMP_EQ_OQ))));
+  for (; c < k; ++c)
+    zeros += x[c] == 0.0f;
+  return zeros * 16 >= k;
 }
