@@ -204,13 +204,14 @@ public:
       // so AVX2 machines keep oneDNN. (Not when the caller said no: a
       // weight widened into scratch has no stable address to pack under.)
       // With more kernel threads oneDNN's parallel GEMM takes the chunks.
-      // Inputs that are mostly zeros (a ReLU's) go to the packed kernels on
-      // every ISA and thread count: they skip the zero steps (RowTiles.h).
+      // float32 inputs that are mostly zeros (a ReLU's) go to the packed
+      // kernels on every ISA and thread count: they skip the zero steps
+      // (RowTiles.h).
       bool packChunks =
           packable && ((packed::preferredIsa() == packed::Isa::Avx512 &&
                         omp_get_max_threads() == 1) ||
                        (packed::availableOnThisCpu() &&
-                        packed::worthSkipping(x.aligned + x.offset, k)));
+                        packed::worthSkipping(x.aligned + x.offset, m, k)));
       forEachChunk(
           x, y,
           [&](const MemRefDescriptor<3> &xc, const MemRefDescriptor<3> &yc) {

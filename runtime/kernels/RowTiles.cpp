@@ -39,6 +39,19 @@ nonZeroSteps(const float *x, int rows, int64_t k, int64_t limit, int32_t *out) {
   return count > limit ? -1 : count;
 }
 
+/// Whether at least a sixteenth of the first row (k values) is zero.
+__attribute__((target("avx2"))) bool firstRowHasZeros(const float *x,
+                                                      int64_t k) {
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t zeros = 0, c = 0;
+  for (; c + 8 <= k; c += 8)
+    zeros += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_loadu_ps(x + c), zero, _CMP_EQ_OQ))));
+  for (; c < k; ++c)
+    zeros += x[c] == 0.0f;
+  return zeros * 16 >= k;
+}
+
 } // namespace
 
 void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
@@ -49,7 +62,7 @@ void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
     plan.tiles.push_back({r, rows, 0, -1});
     r += rows;
   }
-  if (!skipZeros || k == 0 || !worthSkipping(x, k))
+  if (!skipZeros || m == 0 || k == 0 || !firstRowHasZeros(x, k))
     return;
   if (plan.steps.size() < plan.tiles.size() * size_t(k))
     plan.steps.resize(plan.tiles.size() * size_t(k));
@@ -66,14 +79,13 @@ void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
   }
 }
 
-__attribute__((target("avx2"))) bool packed::worthSkipping(const float *x,
-                                                           int64_t k) {
-  const __m256 zero = _mm256_setzero_ps();
-  int64_t zeros = 0, c = 0;
-  for (; c + 8 <= k; c += 8)
-    zeros += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(
-        _mm256_cmp_ps(_mm256_loadu_ps(x + c), zero, _CMP_EQ_OQ))));
-  for (; c < k; ++c)
-    zeros += x[c] == 0.0f;
-  return zeros * 16 >= k;
+bool packed::worthSkipping(const float *x, int64_t m, int64_t k) {
+  if (m == 0 || k == 0 || !firstRowHasZeros(x, k))
+    return false;
+  // The first tile's steps, into storage kept per thread.
+  thread_local std::vector<int32_t> steps;
+  if (steps.size() < size_t(k))
+    steps.resize(k);
+  int rows = m >= 6 ? 6 : m >= 4 ? 4 : m >= 2 ? 2 : 1;
+  return nonZeroSteps(x, rows, k, k - k / 8, steps.data()) >= 0;
 }

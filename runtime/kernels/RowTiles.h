@@ -1,19 +1,20 @@
-//===- RowTiles.h - row tiles of a packed layer and their k steps -*- C++
-//-*-===//
+//===- RowTiles.h - row tiles of a packed layer, their k steps -*- C++ -*-===//
 //
 // The packed float kernels compute the rows of a layer in tiles of 6, 4, 2
 // or 1 rows (6 while six are left). At a k step where every row of a tile
 // has a zero input, each of the tile's accumulators would only add 0 · w:
 // the kernels skip such steps. Inputs that come out of a ReLU are mostly
 // zeros (the bundled model's feed-forward layers: 4% of the hidden values
-// are non-zero in the encoder, 13-19% in the decoder), so a tile keeps
-// 20-60% of its steps on that model, and the second feed-forward layer
-// costs that much less.
+// are non-zero in the encoder, 13-19% in the decoder); neighbouring rows
+// share many of their zeros, so on that model a tile keeps about a sixth
+// of its steps in the encoder and about half in the decoder, and the
+// second feed-forward layer costs that much less.
 //
 // Skipping changes no result: an accumulator plus (±0 · w) is the
 // accumulator itself, except that a sum of exactly zero may change its
 // sign and that a weight of ±inf or NaN times zero would have given NaN.
-// Inputs that are NaN count as non-zero.
+// Inputs that are NaN count as non-zero. Everything here needs AVX2, as
+// the kernels do (packed::availableOnThisCpu()).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_ROWTILES_H
@@ -47,17 +48,20 @@ struct RowTiles {
   }
 };
 
-/// Whether at least a sixteenth of x's first row (k values) is zero. Most
-/// of a row of a ReLU's output is (80-96% on the bundled model); almost
-/// nothing of a layer norm's or an attention's.
-bool worthSkipping(const float *x, int64_t k);
+/// Whether a layer's rows x ([m, k], row-major) are worth planning: its
+/// first row is at least a sixteenth zeros (most of a ReLU output's row is,
+/// 80-96% on the bundled model; almost nothing of a layer norm's or an
+/// attention's) and its first row tile would keep at most 7/8 of its
+/// steps.
+bool worthSkipping(const float *x, int64_t m, int64_t k);
 
 /// Splits `m` rows of x ([m, k], row-major) into tiles and, with
 /// `skipZeros`, lists each tile's steps at which some row is non-zero.
 /// Where there is little to skip the scan itself would cost more than it
-/// saves, so: rows whose first row is not worthSkipping keep all their
-/// steps; a tile that would keep more than 7/8 of its steps keeps
-/// all, and so do the tiles after it. Reuses the storage of `plan`.
+/// saves, so a layer whose first row is less than a sixteenth zeros keeps
+/// all its steps, and a tile that would keep more than 7/8 of its steps
+/// keeps all of them, as do the tiles after it. Reuses the storage of
+/// `plan`.
 void planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
                   RowTiles &plan);
 

@@ -178,9 +178,10 @@ TEST(PackedGemm, SkippingZeroStepsChangesNoResult) {
               packed::PackedWeight pw =
                   half ? packed::packHalves(halves.data(), s.n, s.k)
                        : packed::pack(w.data(), s.n, s.k);
+              // Every step, one thread: what each split must reproduce.
               std::vector<float> all(m * s.n, NAN), skipped(m * s.n, NAN);
-              packed::linear(x.data(), m, pw, b.data(), all.data(), 0, isa,
-                             threads, /*skipZeros*/ false);
+              packed::linear(x.data(), m, pw, b.data(), all.data(), 0, isa, 1,
+                             /*skipZeros*/ false);
               packed::linear(x.data(), m, pw, b.data(), skipped.data(), 0, isa,
                              threads, /*skipZeros*/ true);
               ASSERT_EQ(0, std::memcmp(all.data(), skipped.data(),

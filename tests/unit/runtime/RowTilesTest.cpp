@@ -1,5 +1,6 @@
 //===- RowTilesTest.cpp - row tiles and the k steps they keep -------------===//
 #include "runtime/kernels/RowTiles.h"
+#include "runtime/kernels/PackedGemm.h"
 
 #include "gtest/gtest.h"
 
@@ -9,6 +10,11 @@
 using namespace tfmc::runtime::packed;
 
 namespace {
+
+// Planning runs AVX2 code, as the kernels it serves do.
+#define SKIP_WITHOUT_AVX2()                                                    \
+  if (!availableOnThisCpu())                                                   \
+  GTEST_SKIP() << "needs AVX2 and FMA"
 
 /// The steps of `t` as a list (all k when it keeps every step).
 std::vector<int32_t> stepsOf(const RowTiles &plan, const RowTile &t,
@@ -21,6 +27,7 @@ std::vector<int32_t> stepsOf(const RowTiles &plan, const RowTile &t,
 }
 
 TEST(RowTiles, SixRowsWhileSixAreLeftThenFourTwoOne) {
+  SKIP_WITHOUT_AVX2();
   RowTiles plan;
   std::vector<float> x(13 * 4, 1.0f);
   planRowTiles(x.data(), 13, 4, true, plan);
@@ -40,22 +47,26 @@ TEST(RowTiles, SixRowsWhileSixAreLeftThenFourTwoOne) {
 /// A tile keeps exactly the steps where one of its rows is non-zero (NaN
 /// included, -0 not), in order, across the 8-wide blocks and the tail.
 TEST(RowTiles, TilesKeepTheStepsWhereARowIsNonZero) {
+  SKIP_WITHOUT_AVX2();
   const int64_t k = 37, m = 8; // tiles: rows 0-5, rows 6-7
   std::vector<float> x(m * k, 0.0f);
   x[0 * k + 3] = 1.5f;
   x[5 * k + 9] = -2.0f;
-  x[2 * k + 36] = NAN;
+  x[2 * k + 36] = NAN; // in the tail
+  x[1 * k + 17] = NAN; // in an 8-wide block
   x[4 * k + 20] = -0.0f;
   x[6 * k + 0] = 1e-30f;
   x[7 * k + 35] = INFINITY;
   RowTiles plan;
   planRowTiles(x.data(), m, k, true, plan);
   ASSERT_EQ(plan.tiles.size(), 2u);
-  EXPECT_EQ(stepsOf(plan, plan.tiles[0], k), (std::vector<int32_t>{3, 9, 36}));
+  EXPECT_EQ(stepsOf(plan, plan.tiles[0], k),
+            (std::vector<int32_t>{3, 9, 17, 36}));
   EXPECT_EQ(stepsOf(plan, plan.tiles[1], k), (std::vector<int32_t>{0, 35}));
 }
 
 TEST(RowTiles, AllZeroTileKeepsNoStep) {
+  SKIP_WITHOUT_AVX2();
   const int64_t k = 16;
   std::vector<float> x(6 * k, 0.0f);
   RowTiles plan;
@@ -66,6 +77,7 @@ TEST(RowTiles, AllZeroTileKeepsNoStep) {
 
 /// Little to skip: every step is kept, without a list.
 TEST(RowTiles, DenseRowsKeepEveryStep) {
+  SKIP_WITHOUT_AVX2();
   const int64_t k = 64;
   RowTiles plan;
   // No zero at all (a layer norm's output).
@@ -92,6 +104,31 @@ TEST(RowTiles, DenseRowsKeepEveryStep) {
   // Not asked to skip.
   planRowTiles(x.data(), 6, k, false, plan);
   EXPECT_LT(plan.tiles[0].count, 0);
+  // No rows.
+  planRowTiles(nullptr, 0, k, true, plan);
+  EXPECT_TRUE(plan.tiles.empty());
+}
+
+/// What decides whether a large layer goes to the packed kernels: the first
+/// row has zeros and the first tile keeps at most 7/8 of its steps.
+TEST(RowTiles, WorthSkippingLooksAtTheFirstRowAndTile) {
+  SKIP_WITHOUT_AVX2();
+  const int64_t k = 64, m = 12;
+  std::vector<float> x(m * k, 0.0f);
+  for (int64_t r = 0; r < m; ++r)
+    x[r * k + r] = 1.0f;
+  EXPECT_TRUE(worthSkipping(x.data(), m, k));
+  EXPECT_TRUE(worthSkipping(x.data(), 1, k));
+  EXPECT_FALSE(worthSkipping(x.data(), 0, k));
+  // Half zeros in every row, at different places: the first tile keeps
+  // all its steps.
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      x[r * k + c] = (c + r) % 2 == 0 || c % 7 == r % 7 ? 1.0f : 0.0f;
+  EXPECT_FALSE(worthSkipping(x.data(), m, k));
+  // No zeros in the first row.
+  std::fill(x.begin(), x.begin() + k, 2.0f);
+  EXPECT_FALSE(worthSkipping(x.data(), m, k));
 }
 
 } // namespace
