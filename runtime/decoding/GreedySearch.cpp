@@ -2,13 +2,19 @@
 #include "runtime/decoding/GreedySearch.h"
 #include "runtime/decoding/RepetitionGuards.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <limits>
 
 using namespace tfmc::runtime;
 
-int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
-                                 const SpecialIds &special, bool allowEos,
-                                 llvm::ArrayRef<int32_t> banned) {
+namespace {
+
+/// The scan DESIGN.md describes, token by token.
+int32_t bestTokenInOrder(const float *logits, int64_t vocab,
+                         const SpecialIds &special, bool allowEos,
+                         llvm::ArrayRef<int32_t> banned) {
   int32_t best = -1;
   float bestValue = 0;
   const int32_t *nextBanned = banned.begin();
@@ -28,6 +34,85 @@ int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
     }
   }
   return best;
+}
+
+constexpr int64_t kBlock = 8;
+
+/// The same answer in two vector passes, for rows without banned tokens:
+/// the largest allowed value (NaNs ignored), then the lowest allowed id
+/// holding it. The scan above keeps the first allowed token when it is
+/// NaN (nothing compares greater) and otherwise never takes a NaN, so
+/// that case is checked first. Blocks holding a disallowed id go
+/// element by element.
+__attribute__((target("avx2"))) int32_t bestTokenAvx2(const float *logits,
+                                                      int64_t vocab,
+                                                      const SpecialIds &special,
+                                                      bool allowEos) {
+  auto disallowed = [&](int64_t v) {
+    return v == special.pad || v == special.bos ||
+           (v == special.eos && !allowEos);
+  };
+  auto holdsDisallowed = [&](int64_t first, int64_t end) {
+    for (int64_t id : {int64_t(special.pad), int64_t(special.bos),
+                       allowEos ? int64_t(-1) : int64_t(special.eos)})
+      if (id >= first && id < end)
+        return true;
+    return false;
+  };
+  int64_t first = 0;
+  while (first < vocab && disallowed(first))
+    ++first;
+  if (first == vocab)
+    return -1;
+  if (logits[first] != logits[first])
+    return static_cast<int32_t>(first);
+  const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 maxima = lowest;
+  float max = -std::numeric_limits<float>::infinity();
+  int64_t v = 0;
+  for (; v < vocab; v += kBlock) {
+    int64_t end = std::min(v + kBlock, vocab);
+    if (end - v == kBlock && !holdsDisallowed(v, end)) {
+      // max_ps(x, m) keeps m when x is NaN.
+      maxima = _mm256_max_ps(_mm256_loadu_ps(logits + v), maxima);
+      continue;
+    }
+    for (int64_t i = v; i < end; ++i)
+      if (!disallowed(i) && logits[i] > max)
+        max = logits[i];
+  }
+  alignas(32) float lanes[kBlock];
+  _mm256_store_ps(lanes, maxima);
+  for (float x : lanes)
+    max = x > max ? x : max;
+  // The lowest allowed id at the maximum (there is one: logits[first] is a
+  // number, so max >= it).
+  const __m256 target = _mm256_set1_ps(max);
+  for (v = 0; v < vocab; v += kBlock) {
+    int64_t end = std::min(v + kBlock, vocab);
+    if (end - v == kBlock && !holdsDisallowed(v, end)) {
+      auto hits = static_cast<unsigned>(_mm256_movemask_ps(
+          _mm256_cmp_ps(_mm256_loadu_ps(logits + v), target, _CMP_EQ_OQ)));
+      if (hits != 0)
+        return static_cast<int32_t>(v + __builtin_ctz(hits));
+      continue;
+    }
+    for (int64_t i = v; i < end; ++i)
+      if (!disallowed(i) && logits[i] == max)
+        return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(first);
+}
+
+} // namespace
+
+int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
+                                 const SpecialIds &special, bool allowEos,
+                                 llvm::ArrayRef<int32_t> banned) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (banned.empty() && avx2)
+    return bestTokenAvx2(logits, vocab, special, allowEos);
+  return bestTokenInOrder(logits, vocab, special, allowEos, banned);
 }
 
 std::vector<std::vector<int32_t>>
