@@ -77,6 +77,14 @@ std::optional<CompileCache::Entry> CompileCache::lookup(llvm::StringRef key) {
   if (directory.empty())
     return std::nullopt;
   std::string path = entryPath(key);
+  // A FIFO would block the read and a device (a link to /dev/zero) never
+  // end it: only a regular file can be an entry.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) && llvm::sys::fs::exists(status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    warn(path + ": not a regular file; recompiling");
+    return std::nullopt;
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {

@@ -158,6 +158,17 @@ public:
     return "";
   }
 
+  /// A file name: a non-empty string without NUL characters (the file
+  /// system would cut it there and open another file).
+  std::string path(const json::Object &obj, StringRef prefix, StringRef key) {
+    std::string s = string(obj, prefix, key);
+    if (s.find('\0') != std::string::npos) {
+      failField(join(prefix, key), "the path contains a NUL character");
+      return "";
+    }
+    return s;
+  }
+
   /// A string that must be one of `choices`.
   std::string choice(const json::Object &obj, StringRef prefix, StringRef key,
                      ArrayRef<StringRef> choices) {
@@ -317,7 +328,7 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
 void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
               StringRef dir, SideSpec &side) {
   r.checkKeys(obj, p, {"vocab", "tokenizer", "model"});
-  side.vocabPath = resolvePath(dir, r.string(obj, p, "vocab"));
+  side.vocabPath = resolvePath(dir, r.path(obj, p, "vocab"));
   side.tokenizer =
       r.choice(obj, p, "tokenizer", {"char", "word", "sentencepiece"});
   if (r.failed())
@@ -335,7 +346,7 @@ void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
                     side.tokenizer + "\"");
     return;
   }
-  side.spmModelPath = resolvePath(dir, r.string(obj, p, "model"));
+  side.spmModelPath = resolvePath(dir, r.path(obj, p, "model"));
 }
 
 void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
@@ -471,7 +482,7 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   }
   if (const json::Object *o = r.object(*top, "", "special_tokens"))
     readSpecialTokens(r, *o, desc.special);
-  std::string weights = r.string(*top, "", "weights");
+  std::string weights = r.path(*top, "", "weights");
   if (top->get("compute_type"))
     desc.computeType = parseComputeType(
         r.choice(*top, "", "compute_type", {"float32", "float16", "int8"}));

@@ -26,12 +26,17 @@
 
 namespace tfmc {
 
+/// The largest thread count and beam size accepted (beyond them a run only
+/// exhausts threads or memory).
+constexpr int kMaxThreads = 256;
+constexpr int64_t kMaxBeamSize = 256;
+
 /// How a model is loaded and compiled.
 struct LoadOptions {
   /// Linear layers through oneDNN ("library", when built with it) or
   /// compiled loops ("loops"); "" picks library when available.
   std::string kernels;
-  /// Threads for compiled code and oneDNN.
+  /// Threads for compiled code and oneDNN (1 to kMaxThreads).
   int threads = 1;
   /// How linear-layer weights are stored: "float32", "float16" or "int8"
   /// (docs/quantization.md); "" takes the model file's "compute_type",
@@ -59,6 +64,7 @@ struct LoadOptions {
 
 /// How sentences are decoded and batched (the options of `tfmc translate`).
 struct TranslateOptions {
+  /// 1 (greedy) to kMaxBeamSize.
   int64_t beamSize = 1;
   double lengthPenalty = 1.0;
   /// Hypotheses returned per sentence (at most beamSize).

@@ -2,6 +2,7 @@
 #include "runtime/api/TranslatorImpl.h"
 
 #include "frontends/model/Model.h"
+#include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/LineReader.h"
 
@@ -10,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 using namespace tfmc;
@@ -78,18 +80,20 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
     return error("max length must be at least 1");
   if (o.minLength < 0)
     return error("min length must not be negative");
-  if (o.beamSize < 1)
-    return error("beam size must be at least 1");
+  if (o.beamSize < 1 || o.beamSize > kMaxBeamSize)
+    return error("beam size must be between 1 and " +
+                 std::to_string(kMaxBeamSize));
   if (o.nBest < 1 || o.nBest > o.beamSize)
     return error("n-best must be between 1 and the beam size");
-  if (!(o.lengthPenalty >= 0))
-    return error("length penalty must not be negative");
+  if (!(o.lengthPenalty >= 0) || !std::isfinite(o.lengthPenalty))
+    return error("length penalty must be a finite number, not negative");
   if (!(o.maxLengthFactor >= 0) || o.maxLengthOffset < 0)
     return error("the length factor and offset must not be negative");
   if (o.noRepeatNgramSize < 0)
     return error("no-repeat n-gram size must not be negative");
-  if (!(o.repetitionPenalty > 0))
-    return error("repetition penalty must be positive");
+  if (!runtime::isUsablePenalty(o.repetitionPenalty))
+    return error("repetition penalty must be a positive number that float32 "
+                 "holds (normal, finite)");
   if (o.batchTokens < 0 || o.readAhead < 0)
     return error("batch tokens and read-ahead must not be negative");
   return llvm::Error::success();
@@ -119,8 +123,9 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   } else if (!options.kernels.empty())
     return error("kernels: expected 'library' or 'loops', got '" +
                  options.kernels + "'");
-  if (options.threads < 1)
-    return error("threads must be at least 1");
+  if (options.threads < 1 || options.threads > kMaxThreads)
+    return error("threads must be between 1 and " +
+                 std::to_string(kMaxThreads));
   sessionOptions.threads = options.threads;
   if (!options.computeType.empty()) {
     sessionOptions.computeType =

@@ -2,6 +2,7 @@
 #include "runtime/decoding/RepetitionGuards.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace tfmc::runtime;
 
@@ -28,6 +29,10 @@ void tfmc::runtime::penalizeRepeats(float *logits,
   for (int32_t id : seen) {
     float &l = logits[id];
     l = l > 0 ? l / p : l * p;
+    // A tiny or huge P can push a logit beyond float's range; an infinity
+    // would turn the log-softmax into NaN, so it stops at the largest float.
+    l = std::clamp(l, -std::numeric_limits<float>::max(),
+                   std::numeric_limits<float>::max());
   }
 }
 

@@ -8,11 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/server/TranslationServer.h"
+#include "runtime/decoding/RepetitionGuards.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <deque>
@@ -179,8 +181,9 @@ std::string readOptions(const json &body, TranslateOptions &o) {
   if (o.maxLength < 1 || o.maxLength > 1024)
     return "field 'max_length': expected 1 to 1024";
   if (o.minLength < 0 || !(o.lengthPenalty >= 0) ||
-      !(o.maxLengthFactor >= 0) || o.maxLengthOffset < 0 ||
-      o.noRepeatNgramSize < 0 || !(o.repetitionPenalty > 0))
+      !std::isfinite(o.lengthPenalty) || !(o.maxLengthFactor >= 0) ||
+      !std::isfinite(o.maxLengthFactor) || o.maxLengthOffset < 0 ||
+      o.noRepeatNgramSize < 0 || !runtime::isUsablePenalty(o.repetitionPenalty))
     return "a decoding option is out of range";
   return "";
 }
@@ -204,9 +207,27 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
   });
+  // The body is read through a content reader: httplib's own reading
+  // would cap a body sent as application/x-www-form-urlencoded (what
+  // `curl -d` and urllib send by default) at 8 KiB instead of
+  // --max-request-bytes. The reader keeps the payload limit.
   http.Post("/v1/translate", [&](const httplib::Request &req,
-                                 httplib::Response &res) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+                                 httplib::Response &res,
+                                 const httplib::ContentReader &content) {
+    if (req.is_multipart_form_data())
+      return replyError(res, 415,
+                        "the body must be a JSON object, not a "
+                        "multipart form");
+    std::string raw;
+    bool read = content([&](const char *data, size_t length) {
+      raw.append(data, length);
+      return true;
+    });
+    if (!read)
+      return res.status == 413
+                 ? replyError(res, 413, "the request body is too large")
+                 : replyError(res, 400, "the request body could not be read");
+    json body = json::parse(raw, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded() || !body.is_object())
       return replyError(res, 400, "the body must be a JSON object");
     if (!body.contains("text") || !body["text"].is_array())

@@ -10,13 +10,36 @@
 
 using namespace tfmc::runtime;
 
-LineReader::LineReader(int fd) : fd(fd) {}
+LineReader::LineReader(int fd, size_t maxLineBytes)
+    : fd(fd), limit(std::max<size_t>(maxLineBytes, 4)) {}
+
+bool LineReader::cut(std::string &line) const {
+  if (line.size() <= limit)
+    return false;
+  // Back off continuation bytes (10xxxxxx) so that no character is split.
+  size_t end = limit;
+  for (int i = 0; i < 3 && end > 0 &&
+                  (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80;
+       ++i)
+    --end;
+  line.resize(end);
+  return true;
+}
 
 bool LineReader::takeLine(std::string &line) {
   size_t end = buffer.find('\n', start);
   if (end == std::string::npos)
     return false;
-  line.assign(buffer, start, end - start);
+  if (skipping) {
+    // The end of an over-long line: what it held is the line.
+    line = std::move(held);
+    held.clear();
+    skipping = false;
+    lastTruncated = true;
+  } else {
+    line.assign(buffer, start, end - start);
+    lastTruncated = cut(line);
+  }
   start = end + 1;
   // Drop consumed text now and then, not on every line.
   if (start > (1u << 16) && start * 2 > buffer.size()) {
@@ -31,10 +54,29 @@ llvm::Expected<LineReader::Status> LineReader::next(std::string &line,
   for (;;) {
     if (takeLine(line))
       return Status::Line;
+    // No newline in the buffer: a line growing beyond the limit keeps its
+    // first bytes and the rest is dropped as it arrives.
+    if (!skipping && buffer.size() - start > limit) {
+      held.assign(buffer, start, std::string::npos);
+      cut(held);
+      skipping = true;
+    }
+    if (skipping) {
+      buffer.clear();
+      start = 0;
+    }
     if (eof) {
+      if (skipping) {
+        line = std::move(held);
+        held.clear();
+        skipping = false;
+        lastTruncated = true;
+        return Status::Line;
+      }
       if (start == buffer.size())
         return Status::End;
       line.assign(buffer, start, std::string::npos);
+      lastTruncated = cut(line);
       start = buffer.size();
       return Status::Line;
     }

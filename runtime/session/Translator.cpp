@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -161,7 +162,11 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   int64_t maxTokens = session.maxSourceTokens();
   int64_t batchSize = std::max<int64_t>(options.batchSize, 1);
   int64_t readAhead =
-      options.readAhead > 0 ? options.readAhead : 16 * batchSize;
+      options.readAhead > 0
+          ? options.readAhead
+          : (batchSize > std::numeric_limits<int64_t>::max() / 16
+                 ? std::numeric_limits<int64_t>::max()
+                 : 16 * batchSize);
   ProgressLine progress(diagnostics, options.progress, options.totalLines);
   auto warn = [&](const std::string &text) {
     progress.clear();
@@ -205,9 +210,15 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     }
   };
 
-  auto readLine = [&](const std::string &line) {
+  auto readLine = [&](const std::string &line, bool cut) {
     WindowLine w;
     w.index = stats.lines++;
+    if (cut) {
+      ++stats.truncatedLines;
+      warn(llvm::formatv("warning: input line {0}: longer than {1} bytes; "
+                         "only its first {2} bytes are read\n",
+                         stats.lines, in.maxLineBytes(), line.size()));
+    }
     llvm::StringRef text(line);
     text = text.rtrim("\r");
     if (!text.trim().empty()) {
@@ -237,7 +248,8 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
         w.line.ids = std::move(encoded->ids);
         w.line.unknownSpans = std::move(encoded->unknownSpans);
         if (static_cast<int64_t>(w.line.ids.size()) > maxTokens) {
-          ++stats.truncatedLines;
+          if (!cut) // counted once
+            ++stats.truncatedLines;
           warn(llvm::formatv("warning: input line {0}: {1} tokens, truncated "
                              "to {2} (max_len {3} with eos)\n",
                              stats.lines, w.line.ids.size(), maxTokens,
@@ -299,7 +311,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
         ended = true;
         break;
       }
-      readLine(line);
+      readLine(line, in.truncated());
     }
     writeReady();
     if (window.empty() && ended)

@@ -809,6 +809,16 @@ for name, extra, subs in [
     ("opt-batch-size-2p64", ["--batch-size", str(2 ** 64)], ["batch-size"]),
     ("opt-batch-size-text", ["--batch-size", "abc"], ["batch-size"]),
     ("opt-unknown-option", ["--bogus-option"], ["--bogus-option"]),
+    ("opt-threads-100000", ["--threads", "100000"], ["--threads", "256"]),
+    ("opt-beam-size-1000000", ["--beam-size", "1000000"], ["--beam-size", "256"]),
+    ("opt-n-best-0", ["--n-best", "0"], ["--n-best"]),
+    ("opt-length-penalty-inf", ["--length-penalty", "inf"], ["--length-penalty", "finite"]),
+    ("opt-length-penalty-nan", ["--length-penalty", "nan"], ["--length-penalty", "finite"]),
+    ("opt-repetition-penalty-subnormal", ["--repetition-penalty", "1e-40"],
+     ["--repetition-penalty", "float32"]),
+    ("opt-repetition-penalty-float-zero", ["--repetition-penalty", "1e-50"],
+     ["--repetition-penalty"]),
+    ("opt-compute-type-empty", ["--compute-type="], ["--compute-type"]),
 ]:
     case(name, OP, [base(), ONE_LINE], translate(*extra), option_error(*subs))
 case("opt-no-model", OP, [], ["{tfmc}", "translate"], option_error())
@@ -820,6 +830,22 @@ case("opt-input-directory", OP, [base()], ["{tfmc}", "translate", MODEL, "-i", "
      note="the error names the path given to -i (here the case directory)")
 case("opt-output-unwritable", OP, [base(), ONE_LINE],
      translate("-o", "{case}/no/such/dir/out.txt"), option_error("out.txt"))
+case("opt-output-is-input", OP, [base(), ONE_LINE], translate("-o", "{case}/input.txt"),
+     option_error("input.txt", "is the input file"),
+     note="-o truncates its file: the input must survive (checked by a rerun below)")
+case("opt-output-is-input-kept", OP, [base(), ONE_LINE],
+     ["sh", "-c", "{tfmc} translate {case}/model.json --cache-dir {cache} -i {case}/input.txt"
+      " -o {case}/input.txt; cat {case}/input.txt"],
+     {"exit": 0, "stdout_lines": 1})
+case("opt-output-full-device", OP, [base(), ONE_LINE], translate("-o", "/dev/full"),
+     option_error("/dev/full", "cannot write"))
+case("in-line-over-256k-bytes-cut", IN,
+     [base(), text("s4 s5", "s6 " * 200000, "s7")], TRANSLATE,
+     lines_out(3, nonempty_lines=[1, 2, 3],
+               stderr_has=["warning: input line 2: longer than 262144 bytes"]),
+     note="a line keeps its first 256 KiB (the rest is read and dropped)")
+case("model-path-with-nul", "model.json", [base(), set_field(["weights"], "model.safetensors\u0000x")],
+     COMPILE, model_error("weights", "NUL"))
 
 # =========================================================================
 # forward / score / cache
@@ -874,6 +900,25 @@ for mode in ("truncate", "flip"):
 case("cache-dir-is-a-file", "compiled-model cache", [base(), ONE_LINE, write("afile", "x")],
      ["{tfmc}", "translate", MODEL, "-i", "{case}/input.txt", "--cache-dir", "{case}/afile"],
      lines_out(1, nonempty_lines=[1], stderr_has=["warning:"]))
+SPECIAL = """import glob, os, sys
+for p in glob.glob("cache/*.tfmo"):
+    os.remove(p)
+    if sys.argv[1] == "fifo":
+        os.mkfifo(p)
+    else:
+        os.symlink("/dev/zero", p)
+"""
+for mode in ("fifo", "dev-zero"):
+    case(f"cache-entry-{mode}", "compiled-model cache",
+         [base(), ONE_LINE, write("special.py", SPECIAL)],
+         ["{tfmc}", "translate", MODEL, "-i", "{case}/input.txt", "--cache-dir", "{case}/cache"],
+         lines_out(1, nonempty_lines=[1], stderr_has=["not a regular file"]),
+         pre=[PRE_COMPILE, ["{python}", "{case}/special.py", mode]],
+         note="an entry that is not a regular file would block or never end a read")
+case("cache-only-unusable-dir", "compiled-model cache", [base(), write("afile", "x")],
+     ["{tfmc}", "compile", MODEL, "--cache-only", "--cache-dir", "{case}/afile"],
+     {"exit": "nonzero", "stdout_lines": 0, "error_has": ["could not be stored"]},
+     note="filling the cache is the command's only job: a cache it cannot write fails it")
 
 # =========================================================================
 # tfm-opt: .mlir files

@@ -42,10 +42,10 @@ def start(tfmc, *extra):
     sys.exit("load_test: tfmc serve did not start within 120 s")
 
 
-def post(port, body, raw=None, timeout=60):
+def post(port, body, raw=None, timeout=60, content_type="application/json"):
     data = raw if raw is not None else json.dumps(body).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=data,
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
@@ -121,6 +121,13 @@ def main():
     assert status == 413 and "too many sentences" in body["error"], body
     status, body = post(port, None, raw=json.dumps({"text": ["x" * (2 << 20)]}).encode())
     assert status == 413, (status, body)
+    # A body sent as a form (what `curl -d` and urllib send by default) is
+    # read up to --max-request-bytes like any other, not cut at 8 KiB.
+    form = json.dumps({"text": ["谢谢。" * 20] * 100}).encode()
+    assert len(form) > 8192
+    status, body = post(port, None, raw=form,
+                        content_type="application/x-www-form-urlencoded")
+    assert status == 200 and len(body["translations"]) == 100, (status, body)
     status, body = post(port, {"text": ["谢谢。", "", "我们明天去公园吧。"], "beam_size": 2, "n_best": 2})
     assert status == 200 and len(body["translations"]) == 3 and body["translations"][1] == [], body
     assert stop(proc) == 0

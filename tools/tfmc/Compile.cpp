@@ -13,6 +13,8 @@
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -75,7 +77,8 @@ public:
     mlir::tfm::PipelineOptions pipeline;
     pipeline.useLibraryCalls = *library;
     // By default what `translate` compiles on this machine.
-    if (libraryMinRows < 0)
+    if (libraryMinRows < 0 ||
+        (libraryMinRows.getNumOccurrences() && libraryMinRows < 1))
       return fail("--library-min-rows must be at least 1");
     pipeline.libraryMinRows = libraryMinRows > 0
                                   ? int64_t(libraryMinRows)
@@ -90,6 +93,15 @@ public:
     if (!os)
       return fail(os.takeError());
     **os << *text;
+    (*os)->flush();
+    if ((*os)->has_error()) {
+      std::error_code ec = (*os)->error();
+      (*os)->clear_error();
+      return fail((output.empty() || output == "-" ? std::string("standard "
+                                                                 "output")
+                                                   : std::string(output)) +
+                  ": cannot write: " + ec.message());
+    }
     return 0;
   }
 
@@ -112,6 +124,12 @@ private:
     if (!session)
       return fail(session.takeError());
     const runtime::CompiledModel &compiled = (*session)->compiled();
+    // Filling the cache is this command's whole job: a cache that could
+    // not be written (a warning above says why) fails it.
+    if (!llvm::sys::fs::is_regular_file(compiled.cacheEntry()))
+      return fail("the compiled model could not be stored in the cache "
+                  "directory " +
+                  dir);
     llvm::outs() << (compiled.fromCache() ? "cached (already): " : "cached: ")
                  << compiled.cacheEntry() << "\n";
     return 0;

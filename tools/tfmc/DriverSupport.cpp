@@ -69,7 +69,7 @@ ComputeTypeOptions::ComputeTypeOptions(cl::SubCommand &sub,
 
 llvm::Expected<std::optional<frontend::ComputeType>>
 ComputeTypeOptions::type() const {
-  if (value.empty())
+  if (value.empty() && !value.getNumOccurrences())
     return std::nullopt;
   if (auto t = frontend::parseComputeType(value))
     return t;

@@ -58,6 +58,9 @@ public:
       return fail("--max-batch, --max-request-bytes, --max-sentences and "
                   "--threads must be positive; --max-queue and "
                   "--batch-window-ms not negative");
+    if (threads > kMaxThreads)
+      return fail("--threads must be between 1 and " +
+                  std::to_string(kMaxThreads));
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
     load.threads = threads;

@@ -7,6 +7,7 @@
 #include "tools/tfmc/Command.h"
 
 #include "runtime/api/TranslatorImpl.h"
+#include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/session/Translator.h"
 
 #include "mlir/Support/Timing.h"
@@ -146,16 +147,20 @@ public:
       return fail("--max-length-offset must not be negative");
     if (noRepeatNgramSize < 0)
       return fail("--no-repeat-ngram-size must not be negative");
-    if (!(repetitionPenalty > 0.0) || !std::isfinite(repetitionPenalty))
-      return fail("--repetition-penalty must be a positive number");
-    if (beamSize < 1)
-      return fail("--beam-size must be at least 1");
-    if (nBest < 0 || nBest > beamSize)
+    if (!runtime::isUsablePenalty(repetitionPenalty))
+      return fail("--repetition-penalty must be a positive number that "
+                  "float32 holds (normal, finite)");
+    if (beamSize < 1 || beamSize > kMaxBeamSize)
+      return fail("--beam-size must be between 1 and " +
+                  std::to_string(kMaxBeamSize));
+    if ((nBest.getNumOccurrences() && nBest < 1) || nBest < 0 ||
+        nBest > beamSize)
       return fail("--n-best must be between 1 and --beam-size");
-    if (!(lengthPenalty >= 0.0))
-      return fail("--length-penalty must not be negative");
-    if (threads < 1)
-      return fail("--threads must be at least 1");
+    if (!(lengthPenalty >= 0.0) || !std::isfinite(lengthPenalty))
+      return fail("--length-penalty must be a finite number, not negative");
+    if (threads < 1 || threads > kMaxThreads)
+      return fail("--threads must be between 1 and " +
+                  std::to_string(kMaxThreads));
     if (batchTokens < 0)
       return fail("--batch-tokens must not be negative");
     if (readAhead < 0)
@@ -169,6 +174,18 @@ public:
       if (::fstat(inputFd, &st) == 0 && S_ISDIR(st.st_mode)) {
         ::close(inputFd);
         return fail(input + ": cannot open file: is a directory");
+      }
+    }
+    // Opening -o truncates it: the input must not be that file.
+    if (!output.empty() && output != "-") {
+      struct stat in, out;
+      if (::fstat(inputFd, &in) == 0 && ::stat(output.c_str(), &out) == 0 &&
+          S_ISREG(out.st_mode) && in.st_dev == out.st_dev &&
+          in.st_ino == out.st_ino) {
+        if (inputFd > 0)
+          ::close(inputFd);
+        return fail(output + ": is the input file; writing the translation "
+                             "there would destroy it");
       }
     }
     auto closeInput = llvm::make_scope_exit([&] {
@@ -254,6 +271,16 @@ public:
                                       translateStart)
             .count();
     out.flush();
+    // A full disk or a closed pipe: one error line (and no report from the
+    // stream's destructor).
+    if ((*os)->has_error()) {
+      std::error_code ec = (*os)->error();
+      (*os)->clear_error();
+      return fail((output.empty() || output == "-" ? std::string("standard "
+                                                                 "output")
+                                                   : std::string(output)) +
+                  ": cannot write: " + ec.message());
+    }
     translateTiming.reset();
     if (out.firstWrite())
       timing.note("first translation written after (since start)",
