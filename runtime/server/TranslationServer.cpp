@@ -13,6 +13,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -227,9 +228,33 @@ int serve(Translator &translator, const ServerOptions &options,
       return res.status == 413
                  ? replyError(res, 413, "the request body is too large")
                  : replyError(res, 400, "the request body could not be read");
-    json body = json::parse(raw, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object())
+    // A field given twice would silently take its last value: refused, as
+    // in model.json.
+    std::string duplicate;
+    std::vector<std::string> keys;
+    json::parser_callback_t noDuplicates =
+        [&](int depth, json::parse_event_t event, json &parsed) {
+          if (depth == 1 && event == json::parse_event_t::key &&
+              parsed.is_string()) {
+            const std::string &key = parsed.get_ref<const std::string &>();
+            if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+              if (duplicate.empty())
+                duplicate = key;
+            } else {
+              keys.push_back(key);
+            }
+          }
+          return true;
+        };
+    json body = json::parse(raw, noDuplicates, /*allow_exceptions=*/false);
+    if (body.is_discarded())
+      return replyError(res, 400,
+                        "the body is not valid JSON (it must be "
+                        "UTF-8 text without lone surrogates)");
+    if (!body.is_object())
       return replyError(res, 400, "the body must be a JSON object");
+    if (!duplicate.empty())
+      return replyError(res, 400, "field '" + duplicate + "' given twice");
     if (!body.contains("text") || !body["text"].is_array())
       return replyError(res, 400, "field 'text': expected a list of strings");
     const json &text = body["text"];

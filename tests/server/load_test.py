@@ -121,6 +121,10 @@ def main():
     assert status == 413 and "too many sentences" in body["error"], body
     status, body = post(port, None, raw=json.dumps({"text": ["x" * (2 << 20)]}).encode())
     assert status == 413, (status, body)
+    status, body = post(port, None, raw=b'{"text": ["a"], "text": ["b", "c"]}')
+    assert status == 400 and "'text' given twice" in body["error"], (status, body)
+    status, body = post(port, None, raw=b'{"text": ["\xff"]}')
+    assert status == 400 and "not valid JSON" in body["error"], (status, body)
     # A body sent as a form (what `curl -d` and urllib send by default) is
     # read up to --max-request-bytes like any other, not cut at 8 KiB.
     form = json.dumps({"text": ["谢谢。" * 20] * 100}).encode()
