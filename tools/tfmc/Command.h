@@ -138,6 +138,10 @@ readIdFile(llvm::StringRef path, int64_t vocab,
 llvm::Expected<std::unique_ptr<llvm::raw_fd_ostream>>
 openOutput(llvm::StringRef path);
 
+/// Flushes an output from openOutput(`path`) and reports a failed write (a
+/// full disk) as one error, instead of the stream's own report at exit.
+llvm::Error finishOutput(llvm::raw_fd_ostream &os, llvm::StringRef path);
+
 } // namespace tfmc::driver
 
 #endif // TOOLS_TFMC_COMMAND_H

@@ -93,15 +93,8 @@ public:
     if (!os)
       return fail(os.takeError());
     **os << *text;
-    (*os)->flush();
-    if ((*os)->has_error()) {
-      std::error_code ec = (*os)->error();
-      (*os)->clear_error();
-      return fail((output.empty() || output == "-" ? std::string("standard "
-                                                                 "output")
-                                                   : std::string(output)) +
-                  ": cannot write: " + ec.message());
-    }
+    if (llvm::Error e = finishOutput(**os, output))
+      return fail(std::move(e));
     return 0;
   }
 

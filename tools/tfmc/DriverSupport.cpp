@@ -220,4 +220,16 @@ openOutput(llvm::StringRef path) {
   return std::move(os);
 }
 
+llvm::Error finishOutput(llvm::raw_fd_ostream &os, llvm::StringRef path) {
+  os.flush();
+  if (!os.has_error())
+    return llvm::Error::success();
+  std::error_code ec = os.error();
+  os.clear_error();
+  std::string name =
+      path.empty() || path == "-" ? "standard output" : path.str();
+  return llvm::createStringError(ec, "%s: cannot write: %s", name.c_str(),
+                                 ec.message().c_str());
+}
+
 } // namespace tfmc::driver

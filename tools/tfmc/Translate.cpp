@@ -271,16 +271,8 @@ public:
                                       translateStart)
             .count();
     out.flush();
-    // A full disk or a closed pipe: one error line (and no report from the
-    // stream's destructor).
-    if ((*os)->has_error()) {
-      std::error_code ec = (*os)->error();
-      (*os)->clear_error();
-      return fail((output.empty() || output == "-" ? std::string("standard "
-                                                                 "output")
-                                                   : std::string(output)) +
-                  ": cannot write: " + ec.message());
-    }
+    if (llvm::Error e = finishOutput(**os, output))
+      return fail(std::move(e));
     translateTiming.reset();
     if (out.firstWrite())
       timing.note("first translation written after (since start)",
