@@ -541,6 +541,8 @@ for name, recipe, subs in [
     ("recipe-unclosed", "x = norm1(x + self_attn(x)); x = norm2(x + ffn(x)", ["column"]),
     ("recipe-non-ascii", "x = norm1(x + self_attn(x)); x = norm2(x + ffn(x)) \u2713", ["column"]),
     ("recipe-nul", "x = norm1(x + self_attn(x));\u0000 x = norm2(x + ffn(x))", ["column"]),
+    ("recipe-20000-summands", "x = norm1(x + self_attn(x)" + " + x" * 20000 + "); x = norm2(x + ffn(x))",
+     ["the recipe is longer than 512 tokens"]),
     ("recipe-norm-not-in-weights", "x = norm3(x + self_attn(x)); x = norm2(x + ffn(x))",
      None),
     ("recipe-deep-100k", "x = x + self_attn(x); x = " + "norm1(" * 100000 + "x" + ")" * 100000,
