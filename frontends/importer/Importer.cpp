@@ -104,9 +104,21 @@ public:
 
   RankedTensorType activations, positionalTable, lengthsType, idsType;
   MemRefType cacheType;
+  Value sinusoid;
 
   Location loc(const std::string &name) {
     return NameLoc::get(b.getStringAttr(name));
+  }
+
+  /// The position vectors of one side: the runtime's sinusoidal table (an
+  /// input, shared by both sides) or the side's stored table (a weight).
+  Value positions(LayerKind side) {
+    if (arch.positionTables())
+      return fb.weight(side == LayerKind::Encoder ? "encoder_positions.weight"
+                                                  : "decoder_positions.weight");
+    if (!sinusoid)
+      sinusoid = fb.input("positional_table", positionalTable);
+    return sinusoid;
   }
 
   Value embed(Value ids, const std::string &table, Value pe, Value offset) {
@@ -143,8 +155,9 @@ public:
   }
 
   Value feedForward(Value x, const std::string &prefix) {
-    auto act = arch.activation == Activation::Gelu ? tfm::Activation::gelu
-                                                   : tfm::Activation::relu;
+    auto act = arch.activation == Activation::Gelu   ? tfm::Activation::gelu
+               : arch.activation == Activation::Silu ? tfm::Activation::silu
+                                                     : tfm::Activation::relu;
     return linear(linear(x, prefix + ".linear1", act), prefix + ".linear2");
   }
 
@@ -249,8 +262,7 @@ void buildEncode(ModuleOp module, const Architecture &arch,
   ModelEmitter m(fb, arch);
   Value srcIds = fb.input("src_ids", m.idsType);
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
-  Value pe = fb.input("positional_table", m.positionalTable);
-  Value memory = m.encoder(srcIds, srcLengths, pe);
+  Value memory = m.encoder(srcIds, srcLengths, m.positions(LayerKind::Encoder));
   SmallVector<std::pair<std::string, Value>> outputs;
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string p = layerName(i) + ".enc_dec_attention";
@@ -268,8 +280,8 @@ void buildEncoderStates(ModuleOp module, const Architecture &arch,
   ModelEmitter m(fb, arch);
   Value srcIds = fb.input("src_ids", m.idsType);
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
-  Value pe = fb.input("positional_table", m.positionalTable);
-  fb.finish({{"states", m.encoder(srcIds, srcLengths, pe)}});
+  fb.finish({{"states", m.encoder(srcIds, srcLengths,
+                                   m.positions(LayerKind::Encoder))}});
 }
 
 void buildDecodeStep(ModuleOp module, const Architecture &arch,
@@ -283,7 +295,7 @@ void buildDecodeStep(ModuleOp module, const Architecture &arch,
   Value step = fb.input("step", b.getIndexType());
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
   Value crossRows = fb.input("cross_rows", m.lengthsType);
-  Value pe = fb.input("positional_table", m.positionalTable);
+  Value pe = m.positions(LayerKind::Decoder);
   SmallVector<Value> crossKeys, crossValues, selfKeys, selfValues;
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string n = std::to_string(i);
@@ -324,9 +336,9 @@ void buildForward(ModuleOp module, const Architecture &arch,
   Value srcLengths = fb.input("src_lengths", m.lengthsType);
   Value tgtIds = fb.input("tgt_ids", m.idsType);
   Value tgtLengths = fb.input("tgt_lengths", m.lengthsType);
-  Value pe = fb.input("positional_table", m.positionalTable);
-  Value memory = m.encoder(srcIds, srcLengths, pe);
-  Value y = m.embed(tgtIds, "decoder_embedding", pe, Value());
+  Value memory = m.encoder(srcIds, srcLengths, m.positions(LayerKind::Encoder));
+  Value y = m.embed(tgtIds, "decoder_embedding",
+                    m.positions(LayerKind::Decoder), Value());
   LayerRecipe recipe = arch.layerRecipe(LayerKind::Decoder);
   for (int64_t i = 0; i < arch.numDecoderLayers; ++i) {
     std::string p = layerName(i);

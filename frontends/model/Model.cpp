@@ -62,23 +62,37 @@ Error checkEmbeddingRows(const SafeTensorsFile &weights, StringRef tensor,
 }
 
 Error checkSpecialTokens(const ModelDescription &desc, const Model &model) {
-  std::pair<StringRef, int64_t> ids[] = {{"pad", desc.special.pad},
-                                         {"bos", desc.special.bos},
-                                         {"eos", desc.special.eos},
-                                         {"unk", desc.special.unk}};
+  const SpecialTokens &special = desc.special;
+  std::vector<std::pair<std::string, int64_t>> ids = {
+      {"pad", special.pad}, {"eos", special.eos}, {"unk", special.unk}};
+  if (special.hasBos)
+    ids.insert(ids.begin() + 1, {"bos", special.bos});
   std::tuple<StringRef, StringRef, int64_t> vocabs[] = {
       {"source", desc.source.vocabPath, model.sourceVocab.size()},
       {"target", desc.target.vocabPath, model.targetVocab.size()}};
   size_t sides = desc.arch.encoderOnly() ? 1 : 2;
-  for (auto [name, id] : ids)
+  auto outOfRange = [&](StringRef name, int64_t id, StringRef side,
+                        StringRef path, int64_t size) {
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: field 'special_tokens.{1}': id {2} is out of range "
+                "for the {3} vocabulary '{4}' ({5} tokens)",
+                desc.jsonPath, name, id, side, path, size)
+            .str());
+  };
+  for (auto &[name, id] : ids)
     for (auto [side, path, size] : ArrayRef(vocabs).take_front(sides))
       if (id >= size)
-        return createStringError(
-            inconvertibleErrorCode(),
-            formatv("{0}: field 'special_tokens.{1}': id {2} is out of range "
-                    "for the {3} vocabulary '{4}' ({5} tokens)",
-                    desc.jsonPath, name, id, side, path, size)
-                .str());
+        return outOfRange(name, id, side, path, size);
+  if (desc.arch.encoderOnly())
+    return Error::success();
+  // Ids only the target side uses.
+  auto [side, path, size] = vocabs[1];
+  if (special.decoderStart >= size)
+    return outOfRange("decoder_start", special.decoderStart, side, path, size);
+  for (int64_t id : special.neverGenerate)
+    if (id >= size)
+      return outOfRange("never_generate", id, side, path, size);
   return Error::success();
 }
 
@@ -106,6 +120,8 @@ std::optional<int64_t> firstNonFinite(const TensorView &view) {
 /// allocation.
 Error checkMemory(const ModelDescription &d) {
   const Architecture &a = d.arch;
+  if (a.positionTables()) // stored in the weights, not allocated
+    return Error::success();
   double bytes = double(a.maxLen) * double(a.dModel) * sizeof(float);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
@@ -130,6 +146,11 @@ std::vector<ExpectedTensor> expectedTensors(const Architecture &arch,
   out.push_back({"encoder_embedding.weight", {srcVocabSize, d}});
   if (!arch.encoderOnly())
     out.push_back({"decoder_embedding.weight", {tgtVocabSize, d}});
+  if (arch.positionTables()) {
+    out.push_back({"encoder_positions.weight", {arch.maxLen, d}});
+    if (!arch.encoderOnly())
+      out.push_back({"decoder_positions.weight", {arch.maxLen, d}});
+  }
   std::vector<std::string> encoderNorms =
       arch.layerRecipe(LayerKind::Encoder).norms();
   for (int64_t i = 0; i < arch.numEncoderLayers; ++i) {

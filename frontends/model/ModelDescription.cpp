@@ -36,6 +36,8 @@ StringRef stringifyActivation(Activation a) {
     return "relu";
   case Activation::Gelu:
     return "gelu";
+  case Activation::Silu:
+    return "silu";
   }
   llvm_unreachable("unknown activation");
 }
@@ -293,9 +295,11 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
                       .str());
   arch.dFF = r.integer(obj, p, "d_ff", 1);
   arch.maxLen = r.integer(obj, p, "max_len", 1);
-  arch.activation = r.choice(obj, p, "activation", {"relu", "gelu"}) == "gelu"
-                        ? Activation::Gelu
-                        : Activation::Relu;
+  std::string activation =
+      r.choice(obj, p, "activation", {"relu", "gelu", "silu"});
+  arch.activation = activation == "gelu"   ? Activation::Gelu
+                    : activation == "silu" ? Activation::Silu
+                                           : Activation::Relu;
   if (r.failed())
     return;
   readRecipes(r, obj, arch);
@@ -314,7 +318,7 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
   arch.layerNormEps = r.positiveNumber(obj, p, "layer_norm_eps");
   arch.embeddingScale = r.boolean(obj, p, "embedding_scale");
   arch.positionalEncoding =
-      r.choice(obj, p, "positional_encoding", {"sinusoidal"});
+      r.choice(obj, p, "positional_encoding", {"sinusoidal", "table"});
   if (r.failed())
     return;
   if (arch.dModel % arch.numHeads != 0)
@@ -327,13 +331,22 @@ void readArchitecture(DescriptionReader &r, const json::Object &obj,
 
 void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
               StringRef dir, SideSpec &side) {
-  r.checkKeys(obj, p, {"vocab", "tokenizer", "model"});
+  r.checkKeys(obj, p, {"vocab", "tokenizer", "model", "piece_ids"});
   side.vocabPath = resolvePath(dir, r.path(obj, p, "vocab"));
   side.tokenizer =
       r.choice(obj, p, "tokenizer", {"char", "word", "sentencepiece"});
   if (r.failed())
     return;
   bool isSpm = side.tokenizer == "sentencepiece";
+  if (obj.get("piece_ids")) {
+    if (!isSpm)
+      return r.failField(DescriptionReader::join(p, "piece_ids"),
+                         "only allowed with tokenizer \"sentencepiece\", "
+                         "not \"" +
+                             side.tokenizer + "\"");
+    side.piecesThroughVocab =
+        r.choice(obj, p, "piece_ids", {"model", "vocab"}) == "vocab";
+  }
   if (!obj.get("model")) {
     if (isSpm)
       r.fail("missing field '" + DescriptionReader::join(p, "model") +
@@ -352,18 +365,20 @@ void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
 void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
                        SpecialTokens &special) {
   StringRef p = "special_tokens";
-  r.checkKeys(obj, p, {"pad", "bos", "eos", "unk"});
+  r.checkKeys(obj, p,
+              {"pad", "bos", "eos", "unk", "decoder_start", "never_generate"});
   special.pad = r.integer(obj, p, "pad", 0);
-  special.bos = r.integer(obj, p, "bos", 0);
+  special.hasBos = obj.get("bos") || !obj.get("decoder_start");
+  special.bos = special.hasBos ? r.integer(obj, p, "bos", 0) : -1;
   special.eos = r.integer(obj, p, "eos", 0);
   special.unk = r.integer(obj, p, "unk", 0);
   if (r.failed())
     return;
-  std::pair<StringRef, int64_t> ids[] = {{"pad", special.pad},
-                                         {"bos", special.bos},
-                                         {"eos", special.eos},
-                                         {"unk", special.unk}};
-  for (size_t i = 0; i < std::size(ids); ++i)
+  std::vector<std::pair<StringRef, int64_t>> ids = {
+      {"pad", special.pad}, {"eos", special.eos}, {"unk", special.unk}};
+  if (special.hasBos)
+    ids.insert(ids.begin() + 1, {"bos", special.bos});
+  for (size_t i = 0; i < ids.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (ids[i].second == ids[j].second)
         return r.failField(DescriptionReader::join(p, ids[i].first),
@@ -371,6 +386,36 @@ void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
                                    "'special_tokens.{1}'",
                                    ids[i].second, ids[j].first)
                                .str());
+  special.decoderStart = obj.get("decoder_start")
+                             ? r.integer(obj, p, "decoder_start", 0)
+                             : special.bos;
+  special.neverGenerate = {special.pad};
+  if (special.hasBos)
+    special.neverGenerate.push_back(special.bos);
+  const json::Value *banned = obj.get("never_generate");
+  if (!banned || r.failed())
+    return;
+  std::string field = DescriptionReader::join(p, "never_generate");
+  const json::Array *list = banned->getAsArray();
+  if (!list)
+    return r.failField(field, "expected a list of token ids, got " +
+                                  describe(*banned));
+  special.neverGenerate.clear();
+  for (const json::Value &v : *list) {
+    std::optional<int64_t> id =
+        v.kind() == json::Value::Number ? v.getAsInteger() : std::nullopt;
+    if (!id || *id < 0)
+      return r.failField(field, "expected non-negative integers, got " +
+                                    describe(v));
+    if (*id == special.eos)
+      return r.failField(field, formatv("id {0} is special_tokens.eos, which "
+                                        "a search must be able to choose",
+                                        *id)
+                                    .str());
+    if (llvm::is_contained(special.neverGenerate, *id))
+      return r.failField(field, formatv("id {0} is listed twice", *id).str());
+    special.neverGenerate.push_back(*id);
+  }
 }
 
 } // namespace

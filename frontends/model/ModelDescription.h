@@ -15,10 +15,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tfmc::frontend {
 
-enum class Activation { Relu, Gelu };
+enum class Activation { Relu, Gelu, Silu };
 enum class NormPlacement { Post, Pre };
 
 llvm::StringRef stringifyActivation(Activation a);
@@ -37,8 +38,10 @@ struct Architecture {
   std::optional<NormPlacement> norm = NormPlacement::Post;
   double layerNormEps = 1e-5;
   bool embeddingScale = false;
-  // Only "sinusoidal" exists in version 1.
+  /// "sinusoidal" (computed by the runtime) or "table" (the tensors
+  /// encoder_positions.weight / decoder_positions.weight).
   std::string positionalEncoding = "sinusoidal";
+  bool positionTables() const { return positionalEncoding == "table"; }
   /// Explicit layer recipes ("encoder_layer", "decoder_layer"); without one
   /// a stack follows `norm`.
   std::optional<LayerRecipe> encoderLayer, decoderLayer;
@@ -60,10 +63,20 @@ struct SideSpec {
   std::string vocabPath;
   std::string tokenizer;    // "char" | "word" | "sentencepiece"
   std::string spmModelPath; // set iff tokenizer == "sentencepiece"
+  /// "piece_ids": "vocab": SentencePiece pieces map to ids by their text
+  /// through the vocabulary file (Marian, fairseq); otherwise the model's
+  /// own ids, which must equal the vocabulary.
+  bool piecesThroughVocab = false;
 };
 
 struct SpecialTokens {
   int64_t pad = 0, bos = 1, eos = 2, unk = 3;
+  /// False when the file has no "bos" (Marian); `bos` is then -1.
+  bool hasBos = true;
+  /// The first token of every target row; default bos.
+  int64_t decoderStart = 1;
+  /// Target ids searches never choose; default pad and bos.
+  std::vector<int64_t> neverGenerate = {0, 1};
 };
 
 /// How linear-layer weights are stored and multiplied: float32 as trained,

@@ -269,7 +269,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
     limit[r] = rowLengthLimit(options, decoder.sourceTokens(r));
     longest = std::max(longest, limit[r]);
   }
-  std::vector<int32_t> tokens(rows, special.bos);
+  std::vector<int32_t> tokens(rows, special.start);
   std::vector<float> guarded;
   bool guards = guardsActive(options);
   TopCandidates top(2 * beam);
@@ -315,8 +315,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
             while (nextBanned != bannedEnd && *nextBanned < id)
               ++nextBanned;
             if ((nextBanned != bannedEnd && *nextBanned == id) ||
-                id == special.pad || id == special.bos ||
-                (id == special.eos && !allowEos))
+                special.neverChosen(id) || (id == special.eos && !allowEos))
               continue;
             top.offer(hypothesisLogits[v], static_cast<int64_t>(h), id);
           }

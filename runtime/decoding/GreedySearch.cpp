@@ -24,8 +24,7 @@ int32_t bestTokenInOrder(const float *logits, int64_t vocab,
       ++nextBanned;
     if (nextBanned != banned.end() && *nextBanned == id)
       continue;
-    if (id == special.pad || id == special.bos ||
-        (id == special.eos && !allowEos))
+    if (special.neverChosen(id) || (id == special.eos && !allowEos))
       continue;
     // Strictly greater: the lowest id wins ties.
     if (best < 0 || logits[v] > bestValue) {
@@ -49,15 +48,13 @@ __attribute__((target("avx2"))) int32_t bestTokenAvx2(const float *logits,
                                                       const SpecialIds &special,
                                                       bool allowEos) {
   auto disallowed = [&](int64_t v) {
-    return v == special.pad || v == special.bos ||
-           (v == special.eos && !allowEos);
+    return special.neverChosen(v) || (v == special.eos && !allowEos);
   };
   auto holdsDisallowed = [&](int64_t first, int64_t end) {
-    for (int64_t id : {int64_t(special.pad), int64_t(special.bos),
-                       allowEos ? int64_t(-1) : int64_t(special.eos)})
+    for (int64_t id : special.never)
       if (id >= first && id < end)
         return true;
-    return false;
+    return !allowEos && special.eos >= first && special.eos < end;
   };
   int64_t first = 0;
   while (first < vocab && disallowed(first))
@@ -125,7 +122,7 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
   std::vector<int64_t> slotRow(rows);
   for (int64_t i = 0; i < rows; ++i)
     slotRow[i] = i;
-  std::vector<int32_t> tokens(rows, special.bos);
+  std::vector<int32_t> tokens(rows, special.start);
   int64_t vocab = decoder.vocabSize();
   // Each row's length limit (relative to its source when asked).
   std::vector<int64_t> limit(rows);

@@ -6,7 +6,9 @@
 #include "llvm/Support/Error.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace tfmc::runtime {
 
@@ -33,6 +35,25 @@ public:
 
 struct SpecialIds {
   int32_t pad = 0, bos = 1, eos = 2, unk = 3;
+  /// The first token of every target row (model.json's decoder_start).
+  int32_t start = 1;
+  /// Ids a search never chooses, ascending (model.json's never_generate).
+  std::vector<int32_t> never = {0, 1};
+
+  /// DESIGN.md's layout: rows start with bos; pad and bos are never chosen.
+  static SpecialIds classic(int32_t pad, int32_t bos, int32_t eos,
+                            int32_t unk) {
+    SpecialIds s;
+    s.pad = pad, s.bos = bos, s.eos = eos, s.unk = unk, s.start = bos;
+    s.never = {std::min(pad, bos), std::max(pad, bos)};
+    return s;
+  }
+  bool neverChosen(int64_t id) const {
+    for (int32_t n : never)
+      if (n == id)
+        return true;
+    return false;
+  }
 };
 
 struct SearchOptions {

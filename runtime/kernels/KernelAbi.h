@@ -26,7 +26,7 @@ template <int Rank, typename T = float> struct MemRefDescriptor {
 };
 
 /// Activation codes shared with the compiler's lowering (tfm::Activation).
-enum class KernelActivation : int32_t { None = 0, Relu = 1, Gelu = 2 };
+enum class KernelActivation : int32_t { None = 0, Relu = 1, Gelu = 2, Silu = 3 };
 
 /// int8 linear layers quantize input rows to [-63, 63] (7 bits: AVX2's
 /// unsigned-by-signed byte products, summed in pairs into int16, cannot

@@ -60,12 +60,15 @@ struct PackedInt8Weight {
   std::vector<int32_t> rowSums;
 };
 
-/// Exact erf-form GELU, as the loop kernels compute it.
+/// The activations as the loop kernels compute them (GELU in its exact erf
+/// form).
 float activate(float v, int32_t activation) {
   if (activation == static_cast<int32_t>(KernelActivation::Relu))
     return v > 0 ? v : 0;
   if (activation == static_cast<int32_t>(KernelActivation::Gelu))
     return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752440f));
+  if (activation == static_cast<int32_t>(KernelActivation::Silu))
+    return v / (1.0f + std::exp(-v));
   return v;
 }
 
@@ -359,7 +362,8 @@ public:
       float *out = y.aligned + y.offset;
       const int32_t offset = kActivationLevels + 1;
       bool vectorEpilogue =
-          avx2 && activation != static_cast<int32_t>(KernelActivation::Gelu);
+          avx2 && (activation == static_cast<int32_t>(KernelActivation::None) ||
+                   activation == static_cast<int32_t>(KernelActivation::Relu));
       for (int64_t r = 0; r < m; ++r) {
         const int32_t *a = acc.data() + r * n;
         float *o = out + r * n;
@@ -559,12 +563,18 @@ private:
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (key.activation != static_cast<int32_t>(KernelActivation::None)) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f,
-                         key.activation ==
-                                 static_cast<int32_t>(KernelActivation::Relu)
-                             ? dnnl::algorithm::eltwise_relu
-                             : dnnl::algorithm::eltwise_gelu_erf,
-                         0.0f, 0.0f);
+      // swish with alpha 1 is x * sigmoid(x).
+      auto algorithm =
+          key.activation == static_cast<int32_t>(KernelActivation::Relu)
+              ? dnnl::algorithm::eltwise_relu
+          : key.activation == static_cast<int32_t>(KernelActivation::Silu)
+              ? dnnl::algorithm::eltwise_swish
+              : dnnl::algorithm::eltwise_gelu_erf;
+      float alpha =
+          key.activation == static_cast<int32_t>(KernelActivation::Silu)
+              ? 1.0f
+              : 0.0f;
+      ops.append_eltwise(1.0f, algorithm, alpha, 0.0f);
       attr.set_post_ops(ops);
     }
     dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference,

@@ -156,6 +156,9 @@ __attribute__((target("avx2"))) void activate(float *y, int64_t total,
   } else if (activation == static_cast<int32_t>(KernelActivation::Gelu)) {
     for (int64_t i = 0; i < total; ++i)
       y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752440f));
+  } else if (activation == static_cast<int32_t>(KernelActivation::Silu)) {
+    for (int64_t i = 0; i < total; ++i)
+      y[i] = y[i] / (1.0f + std::exp(-y[i]));
   }
 }
 

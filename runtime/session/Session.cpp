@@ -110,8 +110,10 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   if (!compiled)
     return compiled.takeError();
   session->compiledModel = std::move(*compiled);
-  session->positionalTable =
-      sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
+  // Stored position tables are weights; only the sinusoid is computed.
+  if (!m.desc.arch.positionTables())
+    session->positionalTable =
+        sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
   std::optional<mlir::TimingScope> bindTiming;
   if (options.timing)
     bindTiming.emplace(options.timing->nest("bind weights"));
@@ -201,8 +203,15 @@ Session::~Session() = default;
 
 SpecialIds Session::specialIds() const {
   const frontend::SpecialTokens &s = loaded.desc.special;
-  return {static_cast<int32_t>(s.pad), static_cast<int32_t>(s.bos),
-          static_cast<int32_t>(s.eos), static_cast<int32_t>(s.unk)};
+  SpecialIds ids;
+  ids.pad = static_cast<int32_t>(s.pad);
+  ids.bos = static_cast<int32_t>(s.bos);
+  ids.eos = static_cast<int32_t>(s.eos);
+  ids.unk = static_cast<int32_t>(s.unk);
+  ids.start = static_cast<int32_t>(s.decoderStart);
+  ids.never.assign(s.neverGenerate.begin(), s.neverGenerate.end());
+  std::sort(ids.never.begin(), ids.never.end());
+  return ids;
 }
 
 int64_t Session::maxSourceTokens() const { return loaded.desc.arch.maxLen - 1; }
@@ -306,12 +315,12 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   for (size_t r = 0; r < targets.size(); ++r) {
     if (targets[r].empty())
       return error(llvm::formatv("target row {0} is empty (it must start "
-                                 "with bos)",
-                                 r));
-    if (targets[r].front() != special.bos)
-      return error(llvm::formatv("target row {0} does not start with bos "
-                                 "({1})",
-                                 r, special.bos));
+                                 "with the decoder start token {1})",
+                                 r, special.start));
+    if (targets[r].front() != special.start)
+      return error(llvm::formatv("target row {0} does not start with the "
+                                 "decoder start token ({1})",
+                                 r, special.start));
     if (static_cast<int64_t>(targets[r].size()) > arch.maxLen)
       return error(llvm::formatv(
           "target row {0} has {1} tokens, more than max_len ({2})", r,

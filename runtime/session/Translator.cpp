@@ -68,11 +68,13 @@ llvm::Expected<TextTokenizers>
 tfmc::runtime::createTextTokenizers(const frontend::Model &m) {
   auto unk = static_cast<int32_t>(m.desc.special.unk);
   auto src = Tokenizer::create(m.desc.source.tokenizer, m.sourceVocab, unk,
-                               m.desc.source.spmModelPath);
+                               m.desc.source.spmModelPath,
+                               m.desc.source.piecesThroughVocab);
   if (!src)
     return src.takeError();
   auto tgt = Tokenizer::create(m.desc.target.tokenizer, m.targetVocab, unk,
-                               m.desc.target.spmModelPath);
+                               m.desc.target.spmModelPath,
+                               m.desc.target.piecesThroughVocab);
   if (!tgt)
     return tgt.takeError();
   return TextTokenizers{std::move(*src), std::move(*tgt)};

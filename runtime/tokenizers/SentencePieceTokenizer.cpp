@@ -2,9 +2,13 @@
 //
 // Encoding and decoding go through libsentencepiece with the model named in
 // model.json, so pieces, normalisation and detokenisation are exactly those
-// of the Python `sentencepiece` module the model was trained with. The
-// vocabulary file must list the model's pieces in id order; a mismatch is an
-// error at load time rather than silently shifted ids.
+// of the Python `sentencepiece` module the model was trained with. Ids are
+// either the model's own (the vocabulary file must list the model's pieces
+// in id order; a mismatch is an error at load time rather than silently
+// shifted ids) or, for converted Marian/fairseq models ("piece_ids":
+// "vocab"), the line of each piece's text in the vocabulary file: encoding
+// looks pieces up there (unknown: unk), decoding hands the vocabulary's
+// tokens to SentencePiece's piece decoder.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/tokenizers/Tokenizer.h"
@@ -12,6 +16,7 @@
 #include "frontends/model/FileSupport.h"
 
 #include <exception>
+#include <optional>
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -27,8 +32,9 @@ constexpr llvm::StringLiteral kWordBoundary = "\xe2\x96\x81";
 
 class SentencePieceTokenizer : public Tokenizer {
 public:
-  SentencePieceTokenizer(const frontend::Vocabulary &vocab, int32_t unk)
-      : vocab(vocab), unk(unk) {}
+  SentencePieceTokenizer(const frontend::Vocabulary &vocab, int32_t unk,
+                         bool piecesThroughVocab)
+      : vocab(vocab), unk(unk), piecesThroughVocab(piecesThroughVocab) {}
 
   sentencepiece::SentencePieceProcessor processor;
 
@@ -42,6 +48,12 @@ public:
     for (size_t i = 0; i < spt.pieces_size(); ++i) {
       auto piece = spt.pieces(static_cast<int>(i));
       auto id = static_cast<int32_t>(piece.id());
+      if (piecesThroughVocab) {
+        // By the piece's text, as Marian's and fairseq's tokenizers do (an
+        // unknown character's piece is the character itself).
+        std::optional<int64_t> found = vocab.lookup(piece.piece());
+        id = found ? static_cast<int32_t>(*found) : unk;
+      }
       enc.ids.push_back(id);
       if (id == unk)
         enc.unknownSpans.push_back(
@@ -64,10 +76,20 @@ public:
       if (run.empty())
         return;
       std::string text;
-      if (!processor.Decode(run, &text).ok())
-        text.clear();
-      bool newWord = llvm::StringRef(processor.IdToPiece(run.front()))
-                         .starts_with(kWordBoundary);
+      bool newWord;
+      if (piecesThroughVocab) {
+        std::vector<std::string> pieces;
+        for (int id : run)
+          pieces.push_back(vocab.token(id).str());
+        if (!processor.Decode(pieces, &text).ok())
+          text.clear();
+        newWord = llvm::StringRef(pieces.front()).starts_with(kWordBoundary);
+      } else {
+        if (!processor.Decode(run, &text).ok())
+          text.clear();
+        newWord = llvm::StringRef(processor.IdToPiece(run.front()))
+                      .starts_with(kWordBoundary);
+      }
       if (!out.empty() && newWord && !text.empty())
         out += ' ';
       out += text;
@@ -91,6 +113,7 @@ public:
 private:
   const frontend::Vocabulary vocab; // own copy: may outlive the model
   int32_t unk;
+  bool piecesThroughVocab;
 };
 
 llvm::Error fail(const llvm::Twine &message) {
@@ -103,8 +126,10 @@ llvm::Error fail(const llvm::Twine &message) {
 llvm::Expected<std::unique_ptr<Tokenizer>>
 tfmc::runtime::createSentencePieceTokenizer(llvm::StringRef modelPath,
                                             const frontend::Vocabulary &vocab,
-                                            int32_t unk) {
-  auto tokenizer = std::make_unique<SentencePieceTokenizer>(vocab, unk);
+                                            int32_t unk,
+                                            bool piecesThroughVocab) {
+  auto tokenizer =
+      std::make_unique<SentencePieceTokenizer>(vocab, unk, piecesThroughVocab);
   sentencepiece::SentencePieceProcessor &sp = tokenizer->processor;
   // Read the file here (regular files only; libsentencepiece's own reader
   // throws on a directory) and hand the bytes over.
@@ -129,6 +154,9 @@ tfmc::runtime::createSentencePieceTokenizer(llvm::StringRef modelPath,
   if (!status.ok())
     return fail("cannot load SentencePiece model '" + modelPath +
                 "': " + status.ToString());
+  // Mapped through the vocabulary: the model only splits and joins text.
+  if (piecesThroughVocab)
+    return std::unique_ptr<Tokenizer>(std::move(tokenizer));
   if (sp.GetPieceSize() != vocab.size())
     return fail("SentencePiece model '" + modelPath + "' has " +
                 llvm::Twine(sp.GetPieceSize()) +

@@ -211,7 +211,8 @@ std::string tfmc::runtime::detokenize(llvm::ArrayRef<std::string> pieces) {
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
 Tokenizer::create(llvm::StringRef kind, const frontend::Vocabulary &vocab,
-                  int32_t unk, llvm::StringRef spmModelPath) {
+                  int32_t unk, llvm::StringRef spmModelPath,
+                  bool piecesThroughVocab) {
   if (unk < 0 || unk >= vocab.size())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "unk id %d is outside the vocabulary", unk);
@@ -219,7 +220,8 @@ Tokenizer::create(llvm::StringRef kind, const frontend::Vocabulary &vocab,
     return std::unique_ptr<Tokenizer>(
         new SplitTokenizer(vocab, unk, /*cjkChars=*/kind == "char"));
   if (kind == "sentencepiece")
-    return createSentencePieceTokenizer(spmModelPath, vocab, unk);
+    return createSentencePieceTokenizer(spmModelPath, vocab, unk,
+                                        piecesThroughVocab);
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "unknown tokenizer kind '%s'",
                                  kind.str().c_str());

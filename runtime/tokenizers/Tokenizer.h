@@ -47,15 +47,19 @@ public:
   /// (then `spmModelPath` names the SentencePiece model, which must agree
   /// with `vocab` piece by piece and use `unk` as its unknown id). The
   /// tokenizer keeps its own copy of `vocab`.
+  /// With `piecesThroughVocab` ("piece_ids": "vocab") a SentencePiece
+  /// side maps pieces to ids by their text in `vocab` instead.
   static llvm::Expected<std::unique_ptr<Tokenizer>>
   create(llvm::StringRef kind, const frontend::Vocabulary &vocab, int32_t unk,
-         llvm::StringRef spmModelPath = "");
+         llvm::StringRef spmModelPath = "", bool piecesThroughVocab = false);
 };
 
-/// Loads a SentencePiece model and checks it against the vocabulary.
+/// Loads a SentencePiece model and checks it against the vocabulary (unless
+/// its pieces map to ids through the vocabulary's text).
 llvm::Expected<std::unique_ptr<Tokenizer>>
 createSentencePieceTokenizer(llvm::StringRef modelPath,
-                             const frontend::Vocabulary &vocab, int32_t unk);
+                             const frontend::Vocabulary &vocab, int32_t unk,
+                             bool piecesThroughVocab = false);
 
 /// Splits valid UTF-8 text like the `char` (cjkChars) or `word` tokenizer.
 std::vector<std::string> splitText(llvm::StringRef text, bool cjkChars);

@@ -417,7 +417,7 @@ TEST_P(Reference, CachedDecodingEqualsTeacherForcedArgmax) {
   ASSERT_TRUE(static_cast<bool>(out));
   TokenRows targets;
   for (const auto &ids : *out) {
-    std::vector<int32_t> t{special.bos};
+    std::vector<int32_t> t{special.start};
     t.insert(t.end(), ids.begin(), ids.end());
     targets.push_back(std::move(t));
   }
@@ -484,7 +484,7 @@ TEST_P(Encoder, DecoderWorkOnlyWithADecoder) {
   options.maxLength = 3;
   auto out = model().translate(src, options);
   TokenRows targets(src.size(),
-                    TokenRows::value_type{model().specialIds().bos});
+                    TokenRows::value_type{model().specialIds().start});
   auto logits = model().forward(src, targets);
   if (!model().model().desc.arch.encoderOnly()) {
     EXPECT_TRUE(static_cast<bool>(out));
@@ -733,7 +733,7 @@ TEST_P(Quantized, BeamScoresMatchTeacherForcedScores) {
   std::vector<double> scores;
   for (size_t b = 0; b < src.size(); ++b)
     for (const Hypothesis &h : (*beams)[b]) {
-      std::vector<int32_t> t{special.bos};
+      std::vector<int32_t> t{special.start};
       t.insert(t.end(), h.ids.begin(), h.ids.end());
       sources.push_back(src[b]);
       targets.push_back(std::move(t));

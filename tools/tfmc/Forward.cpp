@@ -82,12 +82,17 @@ public:
                                 "needs one target line per source line",
                                 srcFile, src->size(), tgtFile, tgt->size())
                       .str());
-    int64_t bos = loaded->desc.special.bos;
+    // bos, or the model's own decoder start token (Marian: pad).
+    const frontend::SpecialTokens &special = loaded->desc.special;
+    int64_t start = special.decoderStart;
+    const char *what = special.hasBos && start == special.bos
+                           ? "bos"
+                           : "the decoder start token";
     for (size_t r = 0; r < tgt->size(); ++r)
-      if ((*tgt)[r].empty() || (*tgt)[r].front() != bos)
+      if ((*tgt)[r].empty() || (*tgt)[r].front() != start)
         return fail(llvm::formatv("{0}:{1}: a target line must start with "
-                                  "bos ({2})",
-                                  tgtFile, r + 1, bos)
+                                  "{2} ({3})",
+                                  tgtFile, r + 1, what, start)
                         .str());
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;

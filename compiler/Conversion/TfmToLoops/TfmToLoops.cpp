@@ -193,6 +193,12 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
         k.location(), k.mul(v, k.f32(0.70710678118654752440)));
     return k.mul(k.mul(k.f32(0.5), v), k.add(k.f32(1.0), erf));
   }
+  case Activation::silu: {
+    // x * sigmoid(x) = x / (1 + exp(-x)).
+    Value e = k.builder().create<math::ExpOp>(k.location(),
+                                              k.sub(k.f32(0.0), v));
+    return k.div(v, k.add(k.f32(1.0), e));
+  }
   }
   llvm_unreachable("unknown activation");
 }

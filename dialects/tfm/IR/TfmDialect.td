@@ -31,7 +31,8 @@ def Tfm_Dialect : Dialect {
 def Tfm_Activation : I32EnumAttr<"Activation", "activation after a linear layer", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
-    I32EnumAttrCase<"gelu", 2>   // exact erf form
+    I32EnumAttrCase<"gelu", 2>,  // exact erf form
+    I32EnumAttrCase<"silu", 3>   // x * sigmoid(x) ("swish")
   ]> {
   let cppNamespace = "::mlir::tfm";
 }

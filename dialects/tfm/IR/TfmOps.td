@@ -79,8 +79,8 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
   let summary = "y = act(x · Wᵀ + b)";
   let description = [{
     A fully connected layer over the last dimension with the weight in
-    `[out, in]` layout and a fused activation (`none`, `relu`, or `gelu` in
-    its exact erf form).
+    `[out, in]` layout and a fused activation (`none`, `relu`, `gelu` in
+    its exact erf form, or `silu`, x · sigmoid(x)).
 
     ```mlir
     %h = tfm.linear relu %x, %w1, %b1

@@ -143,3 +143,19 @@ func.func @slice(%x: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
   %s = tfm.slice %x[8] : tensor<?x?x24xf32> -> tensor<?x?x8xf32>
   return %s : tensor<?x?x8xf32>
 }
+
+// -----
+
+// silu (x * sigmoid(x), Marian's "swish"): x / (1 + exp(-x)) after the bias.
+// CHECK-LABEL: func.func @linear_silu
+// CHECK: call @tfm_linear_silu.DxDx8.16x8.16.DxDx16(
+// CHECK: func.func private @tfm_linear_silu.DxDx8.16x8.16.DxDx16
+// CHECK: arith.addf
+// CHECK: %[[NEG:.+]] = arith.subf %{{.+}}, %[[X:[^ ]+]]
+// CHECK: %[[E:.+]] = math.exp %[[NEG]]
+// CHECK: %[[D:.+]] = arith.addf %{{.+}}, %[[E]]
+// CHECK: arith.divf %[[X]], %[[D]]
+func.func @linear_silu(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<?x?x16xf32> {tfm.output = "y"}) {
+  %y = tfm.linear silu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}

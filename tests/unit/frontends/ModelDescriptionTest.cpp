@@ -270,8 +270,8 @@ TEST(ModelDescriptionTest, BadEnumValues) {
   EXPECT_EQ(errorOf([](json::Object &o) {
               sub(o, "architecture")["activation"] = "tanh";
             }),
-            "m/model.json: field 'architecture.activation': expected \"relu\" "
-            "or \"gelu\", got \"tanh\"");
+            "m/model.json: field 'architecture.activation': expected \"relu\", "
+            "\"gelu\" or \"silu\", got \"tanh\"");
   EXPECT_EQ(
       errorOf([](json::Object &o) { sub(o, "architecture")["norm"] = "mid"; }),
       "m/model.json: field 'architecture.norm': expected \"post\" or "
@@ -280,7 +280,7 @@ TEST(ModelDescriptionTest, BadEnumValues) {
               sub(o, "architecture")["positional_encoding"] = "learned";
             }),
             "m/model.json: field 'architecture.positional_encoding': expected "
-            "\"sinusoidal\", got \"learned\"");
+            "\"sinusoidal\" or \"table\", got \"learned\"");
   EXPECT_EQ(
       errorOf([](json::Object &o) { sub(o, "source")["tokenizer"] = "bpe"; }),
       "m/model.json: field 'source.tokenizer': expected \"char\", "
@@ -291,6 +291,87 @@ TEST(ModelDescriptionTest, BadEnumValues) {
   EXPECT_EQ(errorOf([](json::Object &o) { o["version"] = 2; }),
             "m/model.json: field 'version': unsupported version 2 (expected "
             "1)");
+}
+
+TEST(ModelDescriptionTest, ConvertedModelFields) {
+  // What the Marian converter writes: silu, position tables, no bos, the
+  // decoder starting at pad, only pad never generated, ids through vocab.
+  Expected<ModelDescription> desc = parseEdited([](json::Object &o) {
+    sub(o, "architecture")["activation"] = "silu";
+    sub(o, "architecture")["positional_encoding"] = "table";
+    o["special_tokens"] = json::Object{{"eos", 0},
+                                       {"unk", 1},
+                                       {"pad", 6},
+                                       {"decoder_start", 6},
+                                       {"never_generate", json::Array{6}}};
+    for (const char *side : {"source", "target"})
+      o[side] = json::Object{{"vocab", "vocab.txt"},
+                             {"tokenizer", "sentencepiece"},
+                             {"model", "x.spm"},
+                             {"piece_ids", "vocab"}};
+  });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_EQ(desc->arch.activation, Activation::Silu);
+  EXPECT_TRUE(desc->arch.positionTables());
+  EXPECT_FALSE(desc->special.hasBos);
+  EXPECT_EQ(desc->special.decoderStart, 6);
+  EXPECT_EQ(desc->special.neverGenerate, std::vector<int64_t>{6});
+  EXPECT_TRUE(desc->source.piecesThroughVocab);
+  EXPECT_TRUE(desc->target.piecesThroughVocab);
+
+  // Defaults: start at bos, pad and bos never generated, the model's ids.
+  Expected<ModelDescription> plain = parseEdited();
+  ASSERT_TRUE(bool(plain));
+  EXPECT_TRUE(plain->special.hasBos);
+  EXPECT_EQ(plain->special.decoderStart, 1);
+  EXPECT_EQ(plain->special.neverGenerate, (std::vector<int64_t>{0, 1}));
+  EXPECT_FALSE(plain->source.piecesThroughVocab);
+  EXPECT_FALSE(plain->arch.positionTables());
+}
+
+TEST(ModelDescriptionTest, ConvertedModelFieldErrors) {
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens").erase("bos");
+            }),
+            "m/model.json: missing field 'special_tokens.bos'");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens")["never_generate"] = json::Array{0, 2};
+            }),
+            "m/model.json: field 'special_tokens.never_generate': id 2 is "
+            "special_tokens.eos, which a search must be able to choose");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens")["never_generate"] = json::Array{0, 0};
+            }),
+            "m/model.json: field 'special_tokens.never_generate': id 0 is "
+            "listed twice");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens")["never_generate"] = 0;
+            }),
+            "m/model.json: field 'special_tokens.never_generate': expected a "
+            "list of token ids, got 0");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens")["never_generate"] = json::Array{-1};
+            }),
+            "m/model.json: field 'special_tokens.never_generate': expected "
+            "non-negative integers, got -1");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "special_tokens")["decoder_start"] = "pad";
+            }),
+            "m/model.json: field 'special_tokens.decoder_start': expected a "
+            "non-negative integer, got \"pad\"");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              sub(o, "source")["piece_ids"] = "vocab";
+            }),
+            "m/model.json: field 'source.piece_ids': only allowed with "
+            "tokenizer \"sentencepiece\", not \"char\"");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              o["source"] = json::Object{{"vocab", "v"},
+                                         {"tokenizer", "sentencepiece"},
+                                         {"model", "x.spm"},
+                                         {"piece_ids", "text"}};
+            }),
+            "m/model.json: field 'source.piece_ids': expected \"model\" or "
+            "\"vocab\", got \"text\"");
 }
 
 TEST(ModelDescriptionTest, HeadsMustDivideDModel) {

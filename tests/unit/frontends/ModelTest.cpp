@@ -316,6 +316,73 @@ TEST_F(ModelTest, SpecialTokensMustFitVocabularies) {
                 dir.file("src.vocab") + "' (7 tokens)");
 }
 
+TEST_F(ModelTest, PositionTablesAreWeights) {
+  TinyModelOptions options;
+  options.editDescription = [](json::Object &o) {
+    (*o.getObject("architecture"))["positional_encoding"] = "table";
+  };
+  Expected<Model> model = loadModel(writeTinyModel(dir, options));
+  ASSERT_TRUE(bool(model)) << toString(model.takeError());
+  EXPECT_EQ(model->weight("encoder_positions.weight").shape,
+            (std::vector<int64_t>{16, 4}));
+  EXPECT_EQ(model->weight("decoder_positions.weight").shape,
+            (std::vector<int64_t>{16, 4}));
+
+  // A table with the wrong number of rows, and one that is missing.
+  options.editTensors = [](std::vector<RawTensor> &tensors) {
+    for (RawTensor &t : tensors)
+      if (t.name == "decoder_positions.weight") {
+        t.shape = {8, 4};
+        t.bytes.resize(8 * 4 * sizeof(float));
+      }
+  };
+  EXPECT_EQ(loadError(options),
+            weightsPath() + ": tensor 'decoder_positions.weight': expected "
+                            "shape [16, 4], got [8, 4]");
+  options.editTensors = [](std::vector<RawTensor> &tensors) {
+    llvm::erase_if(tensors, [](const RawTensor &t) {
+      return t.name == "encoder_positions.weight";
+    });
+  };
+  EXPECT_EQ(loadError(options),
+            weightsPath() + ": missing tensor 'encoder_positions.weight'");
+  // A sinusoidal model has no tables.
+  TinyModelOptions plain;
+  plain.editTensors = [](std::vector<RawTensor> &tensors) {
+    tensors.push_back({"encoder_positions.weight", "F32", {16, 4},
+                       std::string(16 * 4 * sizeof(float), '\0')});
+  };
+  EXPECT_EQ(loadError(plain),
+            weightsPath() + ": unexpected tensor 'encoder_positions.weight'");
+}
+
+TEST_F(ModelTest, DecoderStartAndNeverGeneratedIdsMustFitTheTarget) {
+  TinyModelOptions options;
+  options.editDescription = [](json::Object &o) {
+    (*o.getObject("special_tokens"))["decoder_start"] = 9;
+  };
+  EXPECT_EQ(loadError(options),
+            dir.file("model.json") +
+                ": field 'special_tokens.decoder_start': id 9 is out of range "
+                "for the target vocabulary '" +
+                dir.file("tgt.vocab") + "' (9 tokens)");
+  options.editDescription = [](json::Object &o) {
+    (*o.getObject("special_tokens"))["never_generate"] = json::Array{0, 12};
+  };
+  EXPECT_EQ(loadError(options),
+            dir.file("model.json") +
+                ": field 'special_tokens.never_generate': id 12 is out of "
+                "range for the target vocabulary '" +
+                dir.file("tgt.vocab") + "' (9 tokens)");
+  // Without bos (Marian) the ids left are checked as before.
+  options.editDescription = [](json::Object &o) {
+    json::Object &special = *o.getObject("special_tokens");
+    special.erase("bos");
+    special["decoder_start"] = 0;
+  };
+  EXPECT_EQ(loadError(options), "");
+}
+
 TEST_F(ModelTest, MissingFiles) {
   std::string jsonPath = writeTinyModel(dir);
   ASSERT_FALSE(sys::fs::remove(dir.file("tgt.vocab")));

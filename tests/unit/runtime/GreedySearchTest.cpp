@@ -22,7 +22,17 @@ TEST(GreedySearch, VectorArgmaxAgreesWithTheTokenByTokenScan) {
   std::uniform_int_distribution<int> pick(0, 9);
   const float inf = std::numeric_limits<float>::infinity();
   const float values[] = {-inf, -1.5f, -0.0f, 0.0f, 0.25f, 2.0f, 2.0f, inf};
-  std::vector<SpecialIds> layouts = {{0, 1, 2, 3}, {5, 9, 17, 0}, {3, 2, 1, 0}};
+  std::vector<SpecialIds> layouts = {SpecialIds::classic(0, 1, 2, 3),
+                                     SpecialIds::classic(5, 9, 17, 0),
+                                     SpecialIds::classic(3, 2, 1, 0)};
+  // Marian's: no bos, only pad (the last id) never chosen, eos 0.
+  SpecialIds marian = SpecialIds::classic(18, 0, 0, 1);
+  marian.never = {18};
+  layouts.push_back(marian);
+  // Three banned ids in one 8-wide block and one in the next.
+  SpecialIds many = SpecialIds::classic(3, 4, 9, 0);
+  many.never = {3, 4, 6, 12};
+  layouts.push_back(many);
   int checked = 0;
   for (int64_t vocab : {1, 2, 3, 4, 7, 8, 9, 16, 19, 33, 4000})
     for (SpecialIds special : layouts)
@@ -49,18 +59,18 @@ TEST(GreedySearch, VectorArgmaxAgreesWithTheTokenByTokenScan) {
 
 TEST(GreedySearch, NothingAllowedGivesMinusOne) {
   std::vector<float> row = {1.0f, 2.0f};
-  EXPECT_EQ(bestToken(row.data(), 2, SpecialIds{0, 1, 2, 3}, false), -1);
-  EXPECT_EQ(bestToken(row.data(), 0, SpecialIds{0, 1, 2, 3}, true), -1);
+  EXPECT_EQ(bestToken(row.data(), 2, SpecialIds::classic(0, 1, 2, 3), false), -1);
+  EXPECT_EQ(bestToken(row.data(), 0, SpecialIds::classic(0, 1, 2, 3), true), -1);
 }
 
 TEST(GreedySearch, TiesGoToTheLowestAllowedId) {
   std::vector<float> row(40, 1.0f);
   row[0] = row[1] = 9.0f; // pad and bos: never chosen
   row[21] = row[30] = 5.0f;
-  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds{0, 1, 2, 3}, true), 21);
+  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds::classic(0, 1, 2, 3), true), 21);
   row[2] = 5.0f; // eos, when allowed, is lower
-  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds{0, 1, 2, 3}, true), 2);
-  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds{0, 1, 2, 3}, false), 21);
+  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds::classic(0, 1, 2, 3), true), 2);
+  EXPECT_EQ(bestToken(row.data(), 40, SpecialIds::classic(0, 1, 2, 3), false), 21);
 }
 
 } // namespace

@@ -244,4 +244,57 @@ TEST(SentencePiece, ModelAndVocabularyMustAgree) {
             std::string::npos);
 }
 
+/// Marian's and fairseq's arrangement: the ids come from a vocabulary file
+/// in its own order (here: specials first, the model's pieces reversed, pad
+/// last), and pieces it lacks are unk.
+TEST(SentencePiece, PiecesMappedThroughTheVocabulary) {
+  auto srcVocab = frontend::Vocabulary::load(bundled("src.vocab"));
+  ASSERT_TRUE(static_cast<bool>(srcVocab));
+  auto plain = Tokenizer::create("sentencepiece", *srcVocab, 3,
+                                 bundled("src.spm"));
+  ASSERT_TRUE(static_cast<bool>(plain));
+  const int64_t n = srcVocab->size();
+  std::vector<std::string> tokens = {"</s>", "<unk>"};
+  for (int64_t id = n - 1; id >= 4; --id)
+    if (srcVocab->token(id) != "\xe5\x85\xac\xe5\x9b\xad") // 公园: left out
+      tokens.push_back(srcVocab->token(id).str());
+  tokens.push_back("<pad>");
+  frontend::Vocabulary mapped = vocab(tokens);
+  auto t = Tokenizer::create("sentencepiece", mapped, 1, bundled("src.spm"),
+                             /*piecesThroughVocab=*/true);
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+
+  llvm::StringRef text = "我们明天去公园吧。";
+  auto modelIds = (*plain)->encode(text);
+  auto ids = (*t)->encode(text);
+  ASSERT_TRUE(static_cast<bool>(modelIds) && static_cast<bool>(ids));
+  ASSERT_EQ(ids->size(), modelIds->size());
+  int unknown = 0;
+  for (size_t i = 0; i < ids->size(); ++i) {
+    llvm::StringRef piece = srcVocab->token((*modelIds)[i]);
+    if (piece == "\xe5\x85\xac\xe5\x9b\xad") {
+      EXPECT_EQ((*ids)[i], 1) << "a piece missing from the vocabulary is unk";
+      ++unknown;
+      continue;
+    }
+    EXPECT_EQ(mapped.token((*ids)[i]), piece);
+  }
+  EXPECT_EQ(unknown, 1);
+
+  // Decoding hands the vocabulary's tokens to SentencePiece: the same text
+  // as the model's own ids, unk written as the vocabulary's unk token.
+  std::vector<int32_t> known;
+  for (int32_t id : *modelIds)
+    if (srcVocab->token(id) != "\xe5\x85\xac\xe5\x9b\xad")
+      known.push_back(id);
+  std::vector<int32_t> knownMapped;
+  for (int32_t id : *ids)
+    if (id != 1)
+      knownMapped.push_back(id);
+  EXPECT_EQ((*t)->decode(knownMapped), (*plain)->decode(known));
+  EXPECT_EQ((*t)->decode(*ids), "我们明天去 <unk>吧。");
+  // No piece-by-piece check against the model in this mode.
+  EXPECT_NE(mapped.size(), srcVocab->size());
+}
+
 } // namespace
