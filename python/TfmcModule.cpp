@@ -167,11 +167,22 @@ PYBIND11_MODULE(_tfmc, m) {
              int64_t maxLength, int64_t minLength, double maxLengthFactor,
              int64_t maxLengthOffset, int64_t noRepeatNgramSize,
              double repetitionPenalty, int64_t batchSize, bool returnScores,
-             const std::string &errors) {
+             const std::string &errors, const std::string &splitSentences) {
             tfmc::TranslateOptions o = makeOptions(
                 beamSize, nBest, lengthPenalty, maxLength, minLength,
                 maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
                 repetitionPenalty, batchSize, false);
+            if (splitSentences != "on" && splitSentences != "off" &&
+                splitSentences != "auto")
+              throw py::value_error("split_sentences: expected 'on', 'off' "
+                                    "or 'auto', got '" +
+                                    splitSentences + "'");
+            if (splitSentences == "on" && (returnScores || nBest > 1))
+              throw py::value_error(
+                  "split_sentences='on' gives one translation a line: it "
+                  "cannot go with n_best > 1 or return_scores");
+            // Scores are never of split lines.
+            o.splitSentences = returnScores ? "off" : splitSentences;
             std::vector<std::string> sentences = sentenceBytes(sentenceList);
             auto out = self.run(
                 sentences,
@@ -185,8 +196,13 @@ PYBIND11_MODULE(_tfmc, m) {
                            });
           },
           py::arg("sentences"), TFMC_TRANSLATE_ARGS,
+          py::arg("split_sentences") = "auto",
           "Translates a list of sentences; returns their best translations "
-          "(or, with n_best > 1 or return_scores, lists of (text, score)).")
+          "(or, with n_best > 1 or return_scores, lists of (text, score)). "
+          "split_sentences: 'on' translates each sentence of a line "
+          "separately and joins the translations, 'off' translates lines "
+          "whole, 'auto' splits when the model file has "
+          "\"sentence_level\": true.")
       .def(
           "translate_ids",
           [](PyTranslator &self,

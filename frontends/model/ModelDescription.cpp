@@ -500,7 +500,7 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   }
   r.checkKeys(*top, "",
               {"format", "version", "architecture", "source", "target",
-               "special_tokens", "weights", "compute_type"});
+               "special_tokens", "weights", "compute_type", "sentence_level"});
   if (const json::Value *format = r.field(*top, "", "format")) {
     std::optional<StringRef> s = format->getAsString();
     if (!s || *s != "tfm-model")
@@ -528,6 +528,8 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   if (const json::Object *o = r.object(*top, "", "special_tokens"))
     readSpecialTokens(r, *o, desc.special);
   std::string weights = r.path(*top, "", "weights");
+  if (top->get("sentence_level"))
+    desc.sentenceLevel = r.boolean(*top, "", "sentence_level");
   if (top->get("compute_type"))
     desc.computeType = parseComputeType(
         r.choice(*top, "", "compute_type", {"float32", "float16", "int8"}));

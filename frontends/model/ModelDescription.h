@@ -96,6 +96,9 @@ struct ModelDescription {
   std::string weightsPath; // absolute
   /// The optional "compute_type" field: the default of --compute-type.
   std::optional<ComputeType> computeType;
+  /// The optional "sentence_level" field: the model was trained on single
+  /// sentences, so `--split-sentences auto` splits its input lines.
+  bool sentenceLevel = false;
 };
 
 /// Parses and validates a model.json file (strict: unknown or missing fields,

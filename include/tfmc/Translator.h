@@ -85,6 +85,13 @@ struct TranslateOptions {
   bool sortByLength = true;
   /// Text: write the k-th <unk> as the k-th unknown source span.
   bool replaceUnknown = false;
+  /// Text: translate each sentence of a line as its own source and join
+  /// the translations into one ("on"), translate lines whole ("off"), or
+  /// split when the model file says it was trained on single sentences
+  /// ("auto": "sentence_level": true). One translation a line: "on" with
+  /// nBest > 1 or scores is an error, "auto" is then off. Token ids are
+  /// never split.
+  std::string splitSentences = "auto";
 };
 
 struct Hypothesis {

@@ -5,6 +5,7 @@
 #include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/LineReader.h"
+#include "runtime/tokenizers/SentenceSplitter.h"
 
 #include "mlir/Support/Timing.h"
 
@@ -72,6 +73,16 @@ api::toRuntimeOptions(const TranslateOptions &options) {
   return r;
 }
 
+bool api::splitsSentences(const TranslateOptions &options,
+                          const frontend::ModelDescription &model,
+                          bool scores) {
+  if (options.splitSentences == "on")
+    return true;
+  if (options.splitSentences == "off")
+    return false;
+  return model.sentenceLevel && options.nBest <= 1 && !scores;
+}
+
 /// Checks what the CLI checks, as one message.
 static llvm::Error checkOptions(const TranslateOptions &o) {
   if (o.batchSize < 1)
@@ -96,6 +107,14 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
                  "holds (normal, finite)");
   if (o.batchTokens < 0 || o.readAhead < 0)
     return error("batch tokens and read-ahead must not be negative");
+  if (o.splitSentences != "on" && o.splitSentences != "off" &&
+      o.splitSentences != "auto")
+    return error("split sentences: expected \"on\", \"off\" or \"auto\", "
+                 "got \"" +
+                 o.splitSentences + "\"");
+  if (o.splitSentences == "on" && o.nBest > 1)
+    return error("splitting sentences gives one translation a line: n-best "
+                 "lists need split sentences \"off\"");
   return llvm::Error::success();
 }
 
@@ -241,6 +260,77 @@ static std::string truncation(const runtime::Session &session, size_t ids) {
          " with eos)";
 }
 
+/// Translator::translate with sentence splitting: every sentence of every
+/// line is one source (batched with all others); each line gets one
+/// hypothesis, its sentences' translations joined (ids concatenated, the
+/// mean of their scores).
+static Result<std::vector<Translation>>
+translateSplit(Translator::Impl &state,
+               const std::vector<std::string> &sentences,
+               const TranslateOptions &options) {
+  using R = Result<std::vector<Translation>>;
+  const runtime::TextTokenizers &tok = *state.tokenizers;
+  std::vector<Translation> out(sentences.size());
+  // Every sentence of every line is one source; lines remember theirs.
+  std::vector<std::optional<std::vector<int32_t>>> sources;
+  std::vector<std::vector<std::string>> unknown;
+  std::vector<std::vector<runtime::SplitSentence>> parts(sentences.size());
+  std::vector<size_t> firstSource(sentences.size() + 1, 0);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    firstSource[i] = sources.size();
+    llvm::StringRef text = llvm::StringRef(sentences[i]).rtrim("\r\n");
+    if (text.trim().empty())
+      continue;
+    std::vector<runtime::SplitSentence> split =
+        runtime::splitSentences(text);
+    std::vector<runtime::Encoding> encodings;
+    for (const runtime::SplitSentence &s : split) {
+      auto encoded = tok.source->tokenize(s.text);
+      if (!encoded) {
+        out[i].error = message(encoded.takeError());
+        break;
+      }
+      std::string warning = truncation(*state.session, encoded->ids.size());
+      if (!warning.empty())
+        out[i].warning = "a sentence of " + warning;
+      encodings.push_back(std::move(*encoded));
+    }
+    if (!out[i].error.empty())
+      continue;
+    for (runtime::Encoding &e : encodings) {
+      sources.push_back(std::move(e.ids));
+      unknown.push_back(std::move(e.unknownSpans));
+    }
+    parts[i] = std::move(split);
+  }
+  firstSource[sentences.size()] = sources.size();
+  auto decoded = decodeAll(*state.session, sources, options);
+  if (!decoded)
+    return R::failure(message(decoded.takeError()));
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    if (parts[i].empty())
+      continue;
+    std::vector<std::string> texts;
+    Hypothesis joined;
+    double scores = 0;
+    for (size_t k = firstSource[i]; k < firstSource[i + 1]; ++k) {
+      std::vector<runtime::Hypothesis> &nbest = (*decoded)[k];
+      runtime::Hypothesis best =
+          nbest.empty() ? runtime::Hypothesis{} : std::move(nbest.front());
+      texts.push_back(tok.target->decode(
+          best.ids, options.replaceUnknown
+                        ? llvm::ArrayRef<std::string>(unknown[k])
+                        : llvm::ArrayRef<std::string>()));
+      joined.ids.insert(joined.ids.end(), best.ids.begin(), best.ids.end());
+      scores += best.score;
+    }
+    joined.text = runtime::joinTranslations(texts, parts[i]);
+    joined.score = scores / double(parts[i].size());
+    out[i].hypotheses.push_back(std::move(joined));
+  }
+  return R(std::move(out));
+}
+
 Result<std::vector<Translation>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslateOptions &options) {
@@ -250,6 +340,9 @@ Translator::translate(const std::vector<std::string> &sentences,
   if (!state->tokenizers)
     return R::failure(state->tokenizerError);
   const runtime::TextTokenizers &tok = *state->tokenizers;
+  if (api::splitsSentences(options, state->session->model().desc,
+                           /*scores=*/false))
+    return translateSplit(*state, sentences, options);
   std::vector<Translation> out(sentences.size());
   std::vector<std::optional<std::vector<int32_t>>> sources(sentences.size());
   std::vector<std::vector<std::string>> unknown(sentences.size());
@@ -344,6 +437,13 @@ Result<StreamStats> Translator::translateStream(int in, int out,
     return R::failure(state->tokenizerError);
   runtime::TranslateOptions r = api::toRuntimeOptions(options);
   r.scores = stream.scores || options.nBest > 1;
+  if (options.splitSentences == "on" && (r.scores || stream.ids))
+    return R::failure("splitting sentences gives one translation of text a "
+                      "line: it cannot go with scores, n-best lists or "
+                      "token ids");
+  r.splitSentences = !stream.ids && api::splitsSentences(
+                                        options, state->session->model().desc,
+                                        r.scores);
   r.progress = stream.progress;
   runtime::LineReader reader(in);
   r.totalLines = reader.regularFileLines();

@@ -39,6 +39,12 @@ loadTranslator(const std::string &modelPath, const LoadOptions &options,
 /// The runtime's options for the public ones.
 runtime::TranslateOptions toRuntimeOptions(const TranslateOptions &options);
 
+/// Whether lines are split into sentences (options.splitSentences, "auto"
+/// resolved against the model file; never with scores or n-best lists
+/// unless "on", which checkOptions refuses there).
+bool splitsSentences(const TranslateOptions &options,
+                     const frontend::ModelDescription &model, bool scores);
+
 } // namespace tfmc::api
 
 #endif // RUNTIME_API_TRANSLATORIMPL_H

@@ -41,7 +41,8 @@ bool sameDecoding(const TranslateOptions &a, const TranslateOptions &b) {
          a.minLength == b.minLength && a.maxLengthFactor == b.maxLengthFactor &&
          a.maxLengthOffset == b.maxLengthOffset &&
          a.noRepeatNgramSize == b.noRepeatNgramSize &&
-         a.repetitionPenalty == b.repetitionPenalty;
+         a.repetitionPenalty == b.repetitionPenalty &&
+         a.splitSentences == b.splitSentences;
 }
 
 class Batcher {
@@ -144,7 +145,7 @@ std::string readOptions(const json &body, TranslateOptions &o) {
       "text",       "beam_size",         "length_penalty",
       "max_length", "min_length",        "max_length_factor",
       "max_length_offset", "no_repeat_ngram_size", "repetition_penalty",
-      "n_best"};
+      "n_best", "split_sentences"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find(std::begin(known), std::end(known), it.key()) ==
         std::end(known))
@@ -175,10 +176,20 @@ std::string readOptions(const json &body, TranslateOptions &o) {
         number("repetition_penalty", o.repetitionPenalty)})
     if (!e.empty())
       return e;
+  if (body.contains("split_sentences")) {
+    const json &v = body["split_sentences"];
+    if (!v.is_string() || (v != "on" && v != "off" && v != "auto"))
+      return "field 'split_sentences': expected \"on\", \"off\" or "
+             "\"auto\"";
+    o.splitSentences = v.get<std::string>();
+  }
   if (o.beamSize < 1 || o.beamSize > 64)
     return "field 'beam_size': expected 1 to 64";
   if (o.nBest < 1 || o.nBest > o.beamSize)
     return "field 'n_best': expected 1 to beam_size";
+  if (o.splitSentences == "on" && o.nBest > 1)
+    return "field 'split_sentences': \"on\" gives one translation a line, "
+           "not n_best lists";
   if (o.maxLength < 1 || o.maxLength > 1024)
     return "field 'max_length': expected 1 to 1024";
   if (o.minLength < 0 || !(o.lengthPenalty >= 0) ||

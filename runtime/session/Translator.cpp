@@ -1,5 +1,7 @@
 //===- Translator.cpp - line-oriented translation of a stream -------------===//
 #include "runtime/session/Translator.h"
+#include "runtime/session/ProgressLine.h"
+#include "runtime/tokenizers/SentenceSplitter.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -51,19 +53,6 @@ tfmc::runtime::parseIdLine(llvm::StringRef line, int64_t vocab,
   return ids;
 }
 
-namespace {
-
-/// A batch of input lines: the decodable ones go to the model, the others
-/// keep their place as empty output lines.
-struct PendingLine {
-  bool decode = false;
-  bool bad = false;
-  std::vector<int32_t> ids;
-  std::vector<std::string> unknownSpans; // source text of unk pieces
-};
-
-} // namespace
-
 llvm::Expected<TextTokenizers>
 tfmc::runtime::createTextTokenizers(const frontend::Model &m) {
   auto unk = static_cast<int32_t>(m.desc.special.unk);
@@ -82,59 +71,30 @@ tfmc::runtime::createTextTokenizers(const frontend::Model &m) {
 
 namespace {
 
-/// The single updating progress line on stderr: lines done (of the total
-/// when known), sentences/s, target tokens/s and the time left.
-class ProgressLine {
-public:
-  ProgressLine(llvm::raw_ostream &os, bool enabled,
-               std::optional<int64_t> total)
-      : os(os), enabled(enabled), total(total),
-        start(std::chrono::steady_clock::now()) {}
-
-  void update(int64_t lines, int64_t tokens, bool force = false) {
-    if (!enabled)
-      return;
-    auto now = std::chrono::steady_clock::now();
-    if (!force && now - lastDraw < std::chrono::milliseconds(200))
-      return;
-    lastDraw = now;
-    double seconds = std::chrono::duration<double>(now - start).count();
-    double rate = seconds > 0 ? lines / seconds : 0;
-    std::string text = total
-                           ? llvm::formatv("{0}/{1} lines", lines, *total).str()
-                           : llvm::formatv("{0} lines", lines).str();
-    text += llvm::formatv(", {0:f1} sentences/s, {1:f0} tokens/s", rate,
-                          seconds > 0 ? tokens / seconds : 0.0)
-                .str();
-    if (total && rate > 0 && lines < *total)
-      text += llvm::formatv(", ETA {0:f0} s", (*total - lines) / rate).str();
-    os << "\r" << text << "\x1b[K";
-    os.flush();
-    drawn = true;
-  }
-  /// Clears the line (before a warning, or at the end).
-  void clear() {
-    if (enabled && drawn) {
-      os << "\r\x1b[K";
-      os.flush();
-      drawn = false;
-    }
-  }
-
-private:
-  llvm::raw_ostream &os;
-  bool enabled;
-  std::optional<int64_t> total;
-  std::chrono::steady_clock::time_point start, lastDraw;
-  bool drawn = false;
+/// One source row: a whole input line, or one sentence of it.
+struct Piece {
+  std::vector<int32_t> ids;
+  std::vector<std::string> unknownSpans; // source text of unk pieces
+  std::vector<Hypothesis> nbest;
 };
 
-/// One input line on its way through the translator.
+/// One input line on its way through the translator. A line that is empty
+/// or unreadable has no pieces and keeps its place as an empty output line.
 struct WindowLine {
   int64_t index = 0; // 0-based input line
-  PendingLine line;
-  bool done = false;
-  std::vector<Hypothesis> nbest;
+  bool bad = false;
+  std::vector<Piece> pieces;
+  /// With sentence splitting: the sentences the pieces came from.
+  std::vector<SplitSentence> sentences;
+  int64_t undonePieces = 0;
+  bool decode() const { return !pieces.empty(); }
+  bool done() const { return undonePieces == 0; }
+};
+
+/// A piece waiting for the model, and the line it belongs to.
+struct PieceRef {
+  WindowLine *line;
+  Piece *piece;
 };
 
 } // namespace
@@ -148,7 +108,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   const Tokenizer *targetTokenizer =
       tokenizers ? tokenizers->target.get() : nullptr;
   auto render = [&](llvm::ArrayRef<int32_t> ids,
-                    const PendingLine &source) -> std::string {
+                    const Piece &source) -> std::string {
     if (targetTokenizer)
       return targetTokenizer->decode(
           ids, options.replaceUnknown
@@ -159,6 +119,8 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       text += (i ? " " : "") + std::to_string(ids[i]);
     return text;
   };
+  // Sentences are split only in text mode and for one translation a line.
+  bool split = options.splitSentences && sourceTokenizer && !options.scores;
   TranslateStats stats;
   int64_t vocab = session.model().sourceVocab.size();
   int64_t maxTokens = session.maxSourceTokens();
@@ -175,32 +137,40 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     diagnostics << text;
   };
 
-  // Lines read and not yet written, in input order.
+  // Lines read and not yet written, in input order; `undone` counts the
+  // pieces still to translate.
   std::deque<WindowLine> window;
   int64_t undone = 0;
   auto writeReady = [&]() {
     bool wrote = false;
-    while (!window.empty() && window.front().done) {
+    while (!window.empty() && window.front().done()) {
       WindowLine &w = window.front();
       wrote = true;
-      if (!w.line.decode) {
+      if (!w.decode()) {
         // An empty line translates to nothing; a bad one was reported.
         if (!options.scores)
           out << "\n";
-        else if (!w.line.bad)
+        else if (!w.bad)
           out << w.index << " |||  ||| " << llvm::formatv("{0:f6}", 0.0)
               << "\n";
       } else if (!options.scores) {
-        const std::vector<int32_t> &ids =
-            w.nbest.empty() ? std::vector<int32_t>() : w.nbest.front().ids;
-        stats.generatedTokens += static_cast<int64_t>(ids.size());
-        out << render(ids, w.line) << "\n";
+        std::vector<std::string> texts;
+        for (const Piece &p : w.pieces) {
+          const std::vector<int32_t> &ids =
+              p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
+          stats.generatedTokens += static_cast<int64_t>(ids.size());
+          texts.push_back(render(ids, p));
+        }
+        out << (w.sentences.empty() ? texts.front()
+                                    : joinTranslations(texts, w.sentences))
+            << "\n";
       } else {
-        for (int64_t k = 0; k < options.nBest && k < int64_t(w.nbest.size());
+        const Piece &p = w.pieces.front();
+        for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
-          out << w.index << " ||| " << render(w.nbest[k].ids, w.line) << " ||| "
-              << llvm::formatv("{0:f6}", w.nbest[k].score) << "\n";
-          stats.generatedTokens += static_cast<int64_t>(w.nbest[k].ids.size());
+          out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "
+              << llvm::formatv("{0:f6}", p.nbest[k].score) << "\n";
+          stats.generatedTokens += static_cast<int64_t>(p.nbest[k].ids.size());
         }
       }
       ++stats.writtenLines;
@@ -223,68 +193,86 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     }
     llvm::StringRef text(line);
     text = text.rtrim("\r");
+    auto encode = [&](llvm::StringRef source) -> llvm::Expected<Encoding> {
+      if (sourceTokenizer)
+        return sourceTokenizer->tokenize(source);
+      auto ids = parseIdLine(source, vocab);
+      if (!ids)
+        return ids.takeError();
+      Encoding e;
+      e.ids = std::move(*ids);
+      return e;
+    };
     if (!text.trim().empty()) {
-      auto encode = [&]() -> llvm::Expected<Encoding> {
-        if (sourceTokenizer)
-          return sourceTokenizer->tokenize(text);
-        auto ids = parseIdLine(text, vocab);
-        if (!ids)
-          return ids.takeError();
-        Encoding e;
-        e.ids = std::move(*ids);
-        return e;
-      };
-      llvm::Expected<Encoding> encoded = encode();
-      if (!encoded) {
-        // Text that cannot be read (invalid UTF-8) is a warning; token ids
-        // that are not ids of the model are an error. Either way the line
-        // gets an empty output line and the rest go on.
-        w.line.bad = true;
-        bool error = !sourceTokenizer;
-        ++(error ? stats.badLines : stats.warnedLines);
-        warn(llvm::formatv("{0}: input line {1}: {2}\n",
-                           error ? "error" : "warning", stats.lines,
-                           llvm::toString(encoded.takeError())));
+      std::vector<std::string> sources;
+      if (split) {
+        w.sentences = splitSentences(text);
+        for (const SplitSentence &s : w.sentences)
+          sources.push_back(s.text);
+        if (w.sentences.size() == 1)
+          w.sentences.clear(); // nothing to join
       } else {
-        w.line.decode = true;
-        w.line.ids = std::move(encoded->ids);
-        w.line.unknownSpans = std::move(encoded->unknownSpans);
-        if (static_cast<int64_t>(w.line.ids.size()) > maxTokens) {
-          if (!cut) // counted once
-            ++stats.truncatedLines;
-          warn(llvm::formatv("warning: input line {0}: {1} tokens, truncated "
-                             "to {2} (max_len {3} with eos)\n",
-                             stats.lines, w.line.ids.size(), maxTokens,
-                             maxTokens + 1));
+        sources.push_back(text.str());
+      }
+      bool truncated = cut;
+      for (const std::string &source : sources) {
+        llvm::Expected<Encoding> encoded = encode(source);
+        if (!encoded) {
+          // Text that cannot be read (invalid UTF-8) is a warning; token
+          // ids that are not ids of the model are an error. Either way the
+          // line gets an empty output line and the rest go on.
+          w.bad = true;
+          w.pieces.clear();
+          w.sentences.clear();
+          bool error = !sourceTokenizer;
+          ++(error ? stats.badLines : stats.warnedLines);
+          warn(llvm::formatv("{0}: input line {1}: {2}\n",
+                             error ? "error" : "warning", stats.lines,
+                             llvm::toString(encoded.takeError())));
+          break;
         }
+        Piece p;
+        p.ids = std::move(encoded->ids);
+        p.unknownSpans = std::move(encoded->unknownSpans);
+        if (static_cast<int64_t>(p.ids.size()) > maxTokens) {
+          if (!truncated) // counted once a line
+            ++stats.truncatedLines;
+          truncated = true;
+          warn(llvm::formatv("warning: input line {0}: {1}{2} tokens, "
+                             "truncated to {3} (max_len {4} with eos)\n",
+                             stats.lines,
+                             sources.size() > 1 ? "a sentence of " : "",
+                             p.ids.size(), maxTokens, maxTokens + 1));
+        }
+        w.pieces.push_back(std::move(p));
       }
     }
-    w.done = !w.line.decode;
-    undone += w.done ? 0 : 1;
+    w.undonePieces = static_cast<int64_t>(w.pieces.size());
+    undone += w.undonePieces;
     window.push_back(std::move(w));
   };
 
-  // Translates `rows` (pointers into the window) as one batch.
+  // Translates `rows` (pieces of lines in the window) as one batch.
   bool beam = options.search.beamSize > 1 || options.scores;
-  auto translateBatch = [&](llvm::ArrayRef<WindowLine *> rows) -> llvm::Error {
+  auto translateBatch = [&](llvm::ArrayRef<PieceRef> rows) -> llvm::Error {
     TokenRows sources;
-    for (WindowLine *w : rows)
-      sources.push_back(w->line.ids);
+    for (const PieceRef &r : rows)
+      sources.push_back(r.piece->ids);
     if (beam) {
       auto outputs = session.translateBeam(sources, options.search);
       if (!outputs)
         return outputs.takeError();
       for (size_t i = 0; i < rows.size(); ++i)
-        rows[i]->nbest = std::move((*outputs)[i]);
+        rows[i].piece->nbest = std::move((*outputs)[i]);
     } else {
       auto outputs = session.translate(sources, options.search);
       if (!outputs)
         return outputs.takeError();
       for (size_t i = 0; i < rows.size(); ++i)
-        rows[i]->nbest = {Hypothesis{std::move((*outputs)[i]), 0.0}};
+        rows[i].piece->nbest = {Hypothesis{std::move((*outputs)[i]), 0.0}};
     }
-    for (WindowLine *w : rows)
-      w->done = true;
+    for (const PieceRef &r : rows)
+      --r.line->undonePieces;
     undone -= static_cast<int64_t>(rows.size());
     return llvm::Error::success();
   };
@@ -320,19 +308,20 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       break;
     if (undone == 0)
       continue;
-    // The window's untranslated lines, shortest first (stable), cut into
-    // batches of at most batchSize sentences and batchTokens padded source
-    // tokens; results are written in input order as soon as they are in.
-    std::vector<WindowLine *> todo;
+    // The window's untranslated pieces, shortest first (stable), cut into
+    // batches of at most batchSize rows and batchTokens padded source
+    // tokens; lines are written in input order as soon as they are in.
+    std::vector<PieceRef> todo;
     for (WindowLine &w : window)
-      if (!w.done)
-        todo.push_back(&w);
-    auto length = [&](const WindowLine *w) {
-      return std::min<int64_t>(w->line.ids.size(), maxTokens) + 1;
+      if (!w.done())
+        for (Piece &p : w.pieces)
+          todo.push_back({&w, &p});
+    auto length = [&](const PieceRef &r) {
+      return std::min<int64_t>(r.piece->ids.size(), maxTokens) + 1;
     };
     if (options.sortByLength)
       std::stable_sort(todo.begin(), todo.end(),
-                       [&](const WindowLine *a, const WindowLine *b) {
+                       [&](const PieceRef &a, const PieceRef &b) {
                          return length(a) < length(b);
                        });
     for (size_t first = 0; first < todo.size();) {
@@ -347,7 +336,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
         ++end;
       }
       if (llvm::Error e = translateBatch(
-              llvm::ArrayRef<WindowLine *>(todo).slice(first, end - first)))
+              llvm::ArrayRef<PieceRef>(todo).slice(first, end - first)))
         return std::move(e);
       writeReady();
       first = end;

@@ -52,7 +52,13 @@ struct TranslateOptions {
   /// of the k-th unknown source piece (when there is one) instead of being
   /// written as the unk token.
   bool replaceUnknown = false;
+  /// Text mode, one translation a line: each line is split into sentences
+  /// (SentenceSplitter.h), the sentences are translated as separate sources
+  /// (batched and length-sorted with all others) and their translations
+  /// joined into one output line.
+  bool splitSentences = false;
   /// Write `i ||| translation ||| score` lines, nBest per input (>= 1).
+  /// Never split.
   bool scores = false;
   int64_t nBest = 1;
 };

@@ -733,6 +733,21 @@ case("in-long-cjk", IN, [base(), text("你" * 100000)], TRANSLATE,
      lines_out(1, nonempty_lines=[1], stderr_has=["warning: input line 1"]))
 case("in-scores-empty-line", IN, [base(), text("", "s4")], translate("--scores"),
      lines_out(2, stdout_has=["0 |||  ||| 0.000000"]))
+# --split-sentences: one output line per input line whatever the line holds.
+SPLIT = translate("--split-sentences", "on")
+case("in-split-100k-marks", IN, [base(), text("。" * 100000, "s4。s5。", "")], SPLIT,
+     lines_out(3, stderr_has=["warning: input line 1"]),
+     note="one run of 100000 sentence marks is one sentence (truncated), in linear time")
+case("in-split-20k-sentences", IN, [base(), text("s4 s5。" * 20000, "s6")], SPLIT,
+     lines_out(2, nonempty_lines=[2]),
+     note="20000 sentences in one line are batched with the others and joined")
+case("in-split-quotes", IN, [base(), text("s4。" + '"' * 100000 + "s5", "'" * 50000 + "!")],
+     SPLIT, lines_out(2))
+case("in-split-with-nbest", IN, [base(), text("s4。s5。")],
+     translate("--split-sentences", "on", "--n-best", "2", "--beam-size", "2"),
+     option_error("--split-sentences on", "--n-best"))
+case("in-split-bogus", IN, [base(), text("s4。s5。")], translate("--split-sentences", "yes"),
+     option_error("--split-sentences", "on, off or auto"))
 
 # =========================================================================
 # translate --ids

@@ -124,6 +124,13 @@ public:
                  cl::desc("An updating progress line and a final summary "
                           "on stderr (default when stderr is a terminal)"),
                  cl::sub(sub), cl::cat(cat)),
+        splitSentences(
+            "split-sentences",
+            cl::desc("Translate each sentence of a line separately and join "
+                     "the translations: on, off, or auto (on when the model "
+                     "file says \"sentence_level\": true)"),
+            cl::value_desc("on|off|auto"), cl::init("auto"), cl::sub(sub),
+            cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
         timing(sub, cat) {}
 
@@ -165,6 +172,13 @@ public:
       return fail("--batch-tokens must not be negative");
     if (readAhead < 0)
       return fail("--read-ahead must not be negative");
+    if (splitSentences != "on" && splitSentences != "off" &&
+        splitSentences != "auto")
+      return fail("--split-sentences: expected on, off or auto, got '" +
+                  splitSentences + "'");
+    if (splitSentences == "on" && (ids || scores || nBest > 0))
+      return fail("--split-sentences on gives one translation of text a "
+                  "line: it cannot go with --ids, --scores or --n-best");
     int inputFd = 0;
     if (!input.empty()) {
       inputFd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
@@ -247,8 +261,13 @@ public:
     publicOptions.beamSize = beamSize;
     publicOptions.lengthPenalty = lengthPenalty;
     publicOptions.nBest = nBest > 0 ? int64_t(nBest) : 1;
+    publicOptions.splitSentences = splitSentences;
     runtime::TranslateOptions options = api::toRuntimeOptions(publicOptions);
     options.scores = scores || nBest > 0;
+    options.splitSentences =
+        !ids && api::splitsSentences(publicOptions,
+                                     state.session->model().desc,
+                                     options.scores);
     FirstWriteClock out(**os);
     std::optional<mlir::TimingScope> translateTiming;
     if (timing.root())
@@ -346,6 +365,7 @@ private:
   cl::opt<bool> sortBatches;
   cl::opt<std::string> shard;
   cl::opt<bool> strict, progress;
+  cl::opt<std::string> splitSentences;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   CacheOptions cache;

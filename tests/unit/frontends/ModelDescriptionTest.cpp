@@ -329,6 +329,19 @@ TEST(ModelDescriptionTest, ConvertedModelFields) {
   EXPECT_FALSE(plain->arch.positionTables());
 }
 
+TEST(ModelDescriptionTest, SentenceLevel) {
+  Expected<ModelDescription> plain = parseEdited();
+  ASSERT_TRUE(bool(plain));
+  EXPECT_FALSE(plain->sentenceLevel);
+  Expected<ModelDescription> desc =
+      parseEdited([](json::Object &o) { o["sentence_level"] = true; });
+  ASSERT_TRUE(bool(desc)) << toString(desc.takeError());
+  EXPECT_TRUE(desc->sentenceLevel);
+  EXPECT_EQ(errorOf([](json::Object &o) { o["sentence_level"] = "yes"; }),
+            "m/model.json: field 'sentence_level': expected true or false, "
+            "got \"yes\"");
+}
+
 TEST(ModelDescriptionTest, ConvertedModelFieldErrors) {
   EXPECT_EQ(errorOf([](json::Object &o) {
               sub(o, "special_tokens").erase("bos");
