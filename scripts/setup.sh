@@ -3,7 +3,7 @@
 # configures and builds into build/. Safe to re-run.
 #   scripts/setup.sh                 # toolchain + libraries, then build
 #   scripts/setup.sh --reference     # also PyTorch/NumPy/SentencePiece/pytest
-#                                    # for tests/reference, the PyTorch importer
+#                                    # for the reference (tfmc.reference), the converters
 #                                    # and its tests, and training scripts
 #   TFMC_SKIP_PACKAGES=1 scripts/setup.sh
 #                                    # not Debian 12: you installed the
@@ -41,6 +41,7 @@ packages=(
   "python3-dev|Python 3 headers (the tfmc Python module)"
   "pybind11-dev|pybind11 (the tfmc Python module)"
   "libcpp-httplib-dev|cpp-httplib (tfmc serve)"
+  "graphviz|Graphviz dot (tfmc compile --emit=graph as SVG)"
 )
 # OpenBLAS: Debian's torch calls the generic libblas.so.3, and the reference
 # BLAS behind it makes training matmuls ~20x slower.

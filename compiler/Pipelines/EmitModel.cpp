@@ -2,6 +2,7 @@
 #include "compiler/Pipelines/EmitModel.h"
 
 #include "compiler/JIT/HostTarget.h"
+#include "compiler/Pipelines/OpGraph.h"
 #include "frontends/importer/Importer.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -13,20 +14,46 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-llvm::Expected<std::string>
-mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
-                     llvm::StringRef dumpDir, const PipelineOptions &options) {
-  MLIRContext context;
+namespace {
+
+void prepare(MLIRContext &context) {
   DialectRegistry registry;
   registerPipelineDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
+}
+
+OwningOpRef<ModuleOp> import(MLIRContext &context,
+                             const tfmc::frontend::Model &model) {
   // An encoder-only model has nothing but its encoder states to show.
-  tfmc::frontend::ImportOptions import;
-  import.encoderStates = model.desc.arch.encoderOnly();
-  OwningOpRef<ModuleOp> module = tfmc::frontend::importModel(
-      context, model.desc.arch, model.sourceVocab.size(),
-      model.targetVocab.size(), import);
+  tfmc::frontend::ImportOptions options;
+  options.encoderStates = model.desc.arch.encoderOnly();
+  return tfmc::frontend::importModel(context, model.desc.arch,
+                                     model.sourceVocab.size(),
+                                     model.targetVocab.size(), options);
+}
+
+} // namespace
+
+llvm::Expected<std::string>
+mlir::tfm::emitGraph(const tfmc::frontend::Model &model,
+                     const PipelineOptions &options, int64_t *tfmOps) {
+  MLIRContext context;
+  prepare(context);
+  OwningOpRef<ModuleOp> module = import(context, model);
+  if (llvm::Error e = lowerToStage(*module, Stage::Tfm, Stage::Fused, options))
+    return std::move(e);
+  if (tfmOps)
+    *tfmOps = countTfmOps(*module);
+  return printOpGraph(*module);
+}
+
+llvm::Expected<std::string>
+mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
+                     llvm::StringRef dumpDir, const PipelineOptions &options) {
+  MLIRContext context;
+  prepare(context);
+  OwningOpRef<ModuleOp> module = import(context, model);
   bool dumping = !dumpDir.empty();
   Stage last = dumping ? std::max(stage, Stage::Asm) : stage;
   Stage mlirLast = last < Stage::LLVM ? last : Stage::LLVM;
@@ -45,6 +72,18 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
                                      options, dumpDir))
       return std::move(e);
     capture(next);
+    if (dumping && next == Stage::Fused) {
+      std::string dot = printOpGraph(*module);
+      if (llvm::Error e = dumpStage(dumpDir, Stage::Fused, "dot", dot))
+        return std::move(e);
+      // The picture too, where Graphviz is installed.
+      if (llvm::Expected<std::string> svg = renderSvg(dot)) {
+        if (llvm::Error e = dumpStage(dumpDir, Stage::Fused, "svg", *svg))
+          return std::move(e);
+      } else {
+        llvm::consumeError(svg.takeError());
+      }
+    }
   }
   CodegenOptions codegen;
   if (last >= Stage::LLVMIR) {

@@ -8,6 +8,7 @@
 #include "tools/tfmc/Command.h"
 
 #include "compiler/Pipelines/EmitModel.h"
+#include "compiler/Pipelines/OpGraph.h"
 #include "frontends/model/Model.h"
 #include "runtime/kernels/KernelAbi.h"
 
@@ -36,7 +37,9 @@ public:
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         emit("emit",
              cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm, "
-                      "or obj (the host object file; needs -o)"),
+                      "obj (the host object file; needs -o), or graph (the "
+                      "fused stage as SVG, or DOT with -o FILE.dot or "
+                      "without Graphviz)"),
              cl::value_desc("STAGE"), cl::init("tfm"), cl::sub(sub),
              cl::cat(cat)),
         cacheOnly("cache-only",
@@ -60,10 +63,12 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
-    auto stage = mlir::tfm::parseStage(emit);
+    bool graph = emit == "graph";
+    auto stage = graph ? mlir::tfm::Stage::Fused : mlir::tfm::parseStage(emit);
     if (!stage)
       return fail("--emit: unknown stage '" + emit +
-                  "' (expected tfm, fused, loops, llvm, llvmir, asm or obj)");
+                  "' (expected tfm, fused, loops, llvm, llvmir, asm, obj or "
+                  "graph)");
     if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
       return fail("--emit=obj writes a binary object: give -o FILE.o");
     auto loaded = loadModelTimed(model, timing);
@@ -86,19 +91,49 @@ public:
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();
-    auto text = mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
+    std::string path = output;
+    auto text = graph ? emitGraph(*loaded, pipeline, path)
+                      : mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
     if (!text)
       return fail(text.takeError());
-    auto os = openOutput(output);
+    auto os = openOutput(path);
     if (!os)
       return fail(os.takeError());
     **os << *text;
-    if (llvm::Error e = finishOutput(**os, output))
+    if (llvm::Error e = finishOutput(**os, path))
       return fail(std::move(e));
     return 0;
   }
 
 private:
+  /// --emit=graph: SVG through Graphviz, or DOT (asked for with a .dot
+  /// output, or when `dot` is missing: then one warning, and an output
+  /// named FILE.svg becomes FILE.dot).
+  llvm::Expected<std::string> emitGraph(const frontend::Model &loaded,
+                                        const mlir::tfm::PipelineOptions &p,
+                                        std::string &path) {
+    if (!dumpIR.empty())
+      if (auto e = mlir::tfm::emitModel(loaded, mlir::tfm::Stage::Fused,
+                                        dumpIR, p);
+          !e)
+        return e.takeError();
+    auto dot = mlir::tfm::emitGraph(loaded, p);
+    if (!dot || llvm::StringRef(path).ends_with(".dot"))
+      return dot;
+    auto svg = mlir::tfm::renderSvg(*dot);
+    if (svg)
+      return svg;
+    std::string instead = path;
+    if (llvm::StringRef(path).ends_with(".svg"))
+      path = instead = path.substr(0, path.size() - 4) + ".dot";
+    llvm::errs() << "warning: " << llvm::toString(svg.takeError())
+                 << "; writing the graph as DOT"
+                 << (instead.empty() || instead == "-" ? ""
+                                                       : " to " + instead)
+                 << "\n";
+    return dot;
+  }
+
   /// --cache-only: compiles exactly what `translate` (or, for an
   /// encoder-only model, `encode`) loads, through the cache.
   int fillCache(frontend::Model loaded, bool library) {
