@@ -23,8 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils.mkldnn as mkldnn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
-import tfm_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from tfmc.reference import tfm as ref  # noqa: E402
 
 
 class FastDecoder:

@@ -1,25 +1,24 @@
-"""Tests of tools/tfmc-import-pytorch (pure Python: no tfmc needed, but see below).
+"""Tests of `tfmc-convert pytorch` (python/tfmc/convert/pytorch.py) and its
+alias tools/tfmc-import-pytorch (pure Python: no tfmc needed, but see below).
 
     /usr/bin/python3 -m pytest tests/importer -q
 
-For every layout a small random seed-structured model (tests/reference/
-seed_models.py) is saved with torch.save, imported into a temporary
-directory, and the written model, run by tfm_reference.load, must give the
-seed module's logits (or encoder states) within 1e-5. The tool's own check
-must catch a wrong name map; positional tables are dropped only when they
-are the sinusoid (within float32 rounding); recipe options are checked with
-tfmc's rules and messages. Error cases check the one-line messages and that
+For every layout a small random seed-structured model (tfmc.reference.seeds)
+is saved with torch.save, imported into a temporary directory, and the
+written model, run by tfmc.reference.tfm.load, must give the seed module's
+logits (or encoder states) within 1e-5. The tool's own check must catch a
+wrong name map; positional tables are dropped when they are the sinusoid
+(within float32 rounding) and kept as position tables otherwise; recipe
+options are checked with tfmc's rules and messages. Error cases check the one-line messages and that
 a checkpoint holding arbitrary Python objects is refused without running
 them.
 
 One group does need tfmc: test_recipe_parser_agrees_with_tfmc runs a list of
-good and bad block recipes through tfm_reference's parser and through
+good and bad block recipes through tfmc.reference.tfm's parser and through
 `build/bin/tfmc compile --emit=tfm` (skipped when that binary does not exist).
 """
 
 import builtins
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -31,9 +30,13 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "tfmc-import-pytorch")
-sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
-import seed_models as sm  # noqa: E402
-import tfm_reference as ref  # noqa: E402
+CONVERT = os.path.join(ROOT, "tools", "tfmc-convert")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from tfmc.convert import pytorch as tool  # noqa: E402
+from tfmc.convert.__main__ import main as convert_main  # noqa: E402
+from tfmc.convert.common import ConversionError  # noqa: E402
+from tfmc.reference import seeds as sm  # noqa: E402
+from tfmc.reference import tfm as ref  # noqa: E402
 
 # torch 1.13's nn.TransformerEncoder warns about its nested-tensor fast path.
 pytestmark = pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
@@ -42,27 +45,11 @@ SRCS = [[5, 6, 7, 3, 9], [8], [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 4]]
 TGTS = [[1, 4, 5, 6], [1], [1, 7, 8, 9, 10, 11, 12]]
 
 
-def load_tool():
-    """The tool as a module (its file has no .py suffix)."""
-    loader = importlib.machinery.SourceFileLoader("tfmc_import_pytorch", TOOL)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-tool = load_tool()
-
-
 def run(argv, capsys):
     """Run the tool in-process: (exit status, stdout, stderr) as the command line would give."""
-    try:
-        rc = tool.main([str(a) for a in argv])
-        err_line = ""
-    except tool.ImportFailure as e:
-        rc, err_line = 1, f"error: {e}\n"
+    rc = convert_main([str(a) for a in argv], prog="tfmc-import-pytorch", subcommand="pytorch")
     out, err = capsys.readouterr()
-    return rc, out, err + err_line
+    return rc, out, err
 
 
 def save(tmp_path, obj, name="ckpt.pt"):
@@ -138,7 +125,7 @@ def test_tutorial_layout(tmp_path, capsys):
                      embedding_scale=False, positional_encoding="sinusoidal")
     # seed 001 registers its table as positional_encoding.pe: dropped, with a note
     assert "note: dropped positional-encoding buffer 'positional_encoding.pe'" in err
-    assert ("check: seed_models.TutorialTransformer loaded with the checkpoint's tensors (load_state_dict, "
+    assert ("check: tfmc.reference.seeds.TutorialTransformer loaded with the checkpoint's tensors (load_state_dict, "
             "strict) vs ") in stdout
     assert "(ok, tolerance 0.0001)" in stdout
     loaded = assert_matches_seed(model, out)
@@ -178,7 +165,7 @@ def test_per_head_layout(tmp_path, capsys):
     assert "encoder_final_norm" not in a and "decoder_final_norm" not in a
     for name in ("cn_positional_encoding.pe", "en_positional_encoding.pe"):
         assert f"note: dropped positional-encoding buffer '{name}'" in err
-    assert "check: seed_models.PerHeadTranslationTransformer loaded with the checkpoint's tensors" in stdout
+    assert "check: tfmc.reference.seeds.PerHeadTranslationTransformer loaded with the checkpoint's tensors" in stdout
     loaded = assert_matches_seed(model, out)
     assert_tensor_names_and_shapes(out, loaded)
     # per-head query linears are concatenated in head order
@@ -201,7 +188,7 @@ def test_torch_nn_transformer_layout(tmp_path, capsys, norm_first):
     flags = ["--layout", "torch-nn-transformer", "--num-heads", 4, "--max-len", 40, "--activation", "gelu"]
     rc, stdout, err = run([ckpt, "-o", out] + flags + (["--norm", "pre"] if norm_first else []), capsys)
     assert rc == 0, err
-    assert "check: seed_models.TorchTransformerTranslator loaded with the checkpoint's tensors" in stdout
+    assert "check: tfmc.reference.seeds.TorchTransformerTranslator loaded with the checkpoint's tensors" in stdout
     a = read_json(out / "model.json")["architecture"]
     assert (a["d_model"], a["num_heads"], a["num_encoder_layers"], a["num_decoder_layers"], a["d_ff"]) == \
         (32, 4, 2, 1, 40)
@@ -268,7 +255,7 @@ def test_names_override_a_default(tmp_path, capsys):
                            "--max-len", 40, "--activation", "gelu", "--names", names], capsys)
     assert rc == 0, err
     # the check still loads the checkpoint into nn.Transformer, the generator through --names
-    assert "check: seed_models.TorchTransformerTranslator" in stdout
+    assert "check: tfmc.reference.seeds.TorchTransformerTranslator" in stdout
     assert "2 tensors found through --names" in stdout
     assert_matches_seed(model, tmp_path / "o")
 
@@ -282,7 +269,8 @@ def test_vocabularies_and_f16(tmp_path, capsys):
                            "--src-vocab", src_vocab, "--dtype", "f16"], capsys)
     assert rc == 0, err
     # checked against the checkpoint rounded to f16; the rounding itself is reported
-    assert "check: seed_models.TutorialTransformer loaded with the checkpoint's tensors rounded to f16" in stdout
+    assert ("check: tfmc.reference.seeds.TutorialTransformer loaded with the checkpoint's tensors rounded to f16"
+            in stdout)
     line = next(x for x in stdout.splitlines() if x.startswith("check: against the unrounded checkpoint tensors"))
     assert "(f16 rounding; reported, not checked)" in line
     assert 0 < float(line.split("max logit difference ")[1].split()[0]) < 0.05
@@ -356,8 +344,8 @@ def test_seed_tables_with_5000_rows_are_dropped(make, capsys):
     diff = float((table.double() - torch.from_numpy(tool.sinusoidal_table(5000, 512))).abs().max())
     assert 1e-4 < diff < 1e-3  # beyond a flat 1e-4: the tolerance has to grow with the position
     tensors = {"positional_encoding.pe": table[None], "cn_positional_encoding.pe": table, "w": torch.ones(2)}
-    assert tool.drop_positional_tables(tensors, {}) == {"positional_encoding.pe": (5000, 512),
-                                                        "cn_positional_encoding.pe": (5000, 512)}
+    assert tool.split_positional_tables(tensors, {}) == ({"positional_encoding.pe": (5000, 512),
+                                                          "cn_positional_encoding.pe": (5000, 512)}, {})
     assert list(tensors) == ["w"]
     err = capsys.readouterr().err
     assert err.count("note: dropped positional-encoding buffer") == 2 and "learned" not in err
@@ -379,36 +367,134 @@ def test_seed001_table_of_5000_rows_imports(tmp_path, capsys):
 def test_seed_model_tables_are_dropped_without_warning(tmp_path, capsys):
     for model in (tutorial_model(), per_head_model(), seed_encoder()):
         tensors = dict(model.state_dict())
-        dropped = tool.drop_positional_tables(tensors, {})
-        assert dropped and not any(tool.is_positional_candidate(n) for n in tensors)
+        dropped, learned = tool.split_positional_tables(tensors, {})
+        assert dropped and not learned and not any(tool.is_positional_candidate(n) for n in tensors)
     err = capsys.readouterr().err
     assert "learned" not in err.lower() and "WARNING" not in err
 
 
+def learned(shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * 0.5
+
+
+def tutorial_expected(sd, table):
+    """Seed 001's module with `table` as its positional buffer: what a
+    tutorial checkpoint with a learned (shared) table computes."""
+    module = sm.TutorialTransformer(30, 33, 32, 4, 2, 48, 40).eval()
+    sd = {k: v for k, v in sd.items() if k in module.state_dict()}
+    sd["positional_encoding.pe"] = table.reshape(1, 40, 32)
+    module.load_state_dict(sd, strict=True)
+    return module
+
+
 @pytest.mark.parametrize("name, table", [
-    ("positional_encoding.pe", torch.randn(1, 40, 32, generator=torch.Generator().manual_seed(1)) * 0.02),
-    ("pos_embedding.weight", torch.randn(40, 32, generator=torch.Generator().manual_seed(2))),
-    ("enc.position_embeddings.weight", ref.positional_encoding(40, 32) + 1e-3),
+    ("positional_encoding.pe", learned((1, 40, 32), 1)),
+    ("pos_embedding.weight", learned((40, 32), 2)),
+    ("emb.position_embeddings.weight", learned((64, 1, 32), 3)),
 ])
-def test_learned_positional_table_is_an_error(tmp_path, capsys, name, table):
+def test_one_learned_table_serves_both_sides(tmp_path, capsys, name, table):
+    """A learned table (not the sinusoid) becomes "positional_encoding": "table",
+    written under both names; the model computes what the checkpoint does."""
     sd = tutorial_model().state_dict()
     del sd["positional_encoding.pe"]
     sd[name] = table
-    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
-                      "--max-len", 40], capsys)
-    assert rc == 1
-    assert err.startswith(f"error: tensor '{name}' {list(table.shape)} looks like a learned positional table "
-                          f"(it differs from the sinusoidal encoding tfmc uses by up to ")
-    assert err.endswith("): tfmc cannot run it\n") and err.count("\n") == 1
+    rc, stdout, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4,
+                           "--max-len", 40], capsys)
+    assert rc == 0, err
+    assert f"note: kept learned positional table '{name}' {list(table.shape)}" in err
+    arch = read_json(tmp_path / "o" / "model.json")["architecture"]
+    assert arch["positional_encoding"] == "table" and arch["max_len"] == 40
+    tensors = ref.read_safetensors(os.path.join(tmp_path, "o", "model.safetensors"))
+    rows = tool.table_rows(table)[:40].numpy()
+    assert list(tensors)[-2:] == ["encoder_positions.weight", "decoder_positions.weight"]
+    assert np.array_equal(tensors["encoder_positions.weight"], rows)
+    assert np.array_equal(tensors["decoder_positions.weight"], rows)
+    loaded = assert_matches_seed(tutorial_expected(sd, torch.from_numpy(rows)), tmp_path / "o")
+    assert_tensor_names_and_shapes(tmp_path / "o", loaded)
+    if name == "positional_encoding.pe":  # the seed module holds it: the full check
+        assert "check: tfmc.reference.seeds.TutorialTransformer loaded with the checkpoint's tensors" in stdout
+    else:
+        assert "check: round trip only (TutorialTransformer cannot hold the checkpoint's positional " in stdout
+    assert "(ok, tolerance 0.0001)" in stdout
+
+
+def test_learned_tables_per_side(tmp_path, capsys):
+    """Seed 000 has a table per side (cn_ source, en_ target): each goes to its side."""
+    model = per_head_model()
+    sd = model.state_dict()
+    enc, dec = learned(sd["cn_positional_encoding.pe"].shape, 4), learned(sd["en_positional_encoding.pe"].shape, 5)
+    sd["cn_positional_encoding.pe"], sd["en_positional_encoding.pe"] = enc, dec
+    rc, stdout, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "per-head"], capsys)
+    assert rc == 0, err
+    assert err.count("note: kept learned positional table") == 2
+    model.load_state_dict(sd)
+    loaded = assert_matches_seed(model, tmp_path / "o")
+    assert torch.equal(loaded.encoder_positions.weight, tool.table_rows(enc))
+    assert torch.equal(loaded.decoder_positions.weight, tool.table_rows(dec))
+    assert "check: tfmc.reference.seeds.PerHeadTranslationTransformer loaded" in stdout
+
+
+def test_a_learned_table_for_one_side_leaves_the_sinusoid_on_the_other(tmp_path, capsys):
+    sd = tutorial_model().state_dict()
+    del sd["positional_encoding.pe"]
+    sd["transformer.encoder.pos_emb.weight"] = table = learned((50, 32), 6)
+    rc, stdout, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4],
+                          capsys)
+    assert rc == 0, err
+    assert "note: max_len 50 taken from the positional-encoding buffer" in err
+    assert "note: the decoder has no learned positional table: its table is the sinusoid" in err
+    tensors = ref.read_safetensors(os.path.join(tmp_path, "o", "model.safetensors"))
+    assert np.array_equal(tensors["encoder_positions.weight"], table.numpy())
+    assert np.array_equal(tensors["decoder_positions.weight"], ref.positional_encoding(50, 32).numpy())
+
+
+def test_learned_tables_that_cannot_be_placed_are_an_error(tmp_path, capsys):
+    sd = tutorial_model().state_dict()
+    del sd["positional_encoding.pe"]
+    sd["a.pos_emb.weight"], sd["b.pos_emb.weight"] = learned((40, 32), 7), learned((40, 32), 8)
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 1 and err.splitlines()[-1].startswith("error: the checkpoint has 2 learned positional tables")
+    assert err.endswith("map them with --names (encoder_positions.weight, decoder_positions.weight)\n")
     assert not (tmp_path / "o").exists()
 
 
-def test_a_table_off_at_one_late_position_is_an_error(capsys):
+def test_tables_under_their_tfmc_names_and_through_names(tmp_path, capsys):
+    """A table model's own state_dict re-imports (tutorial layout: tfmc names);
+    --names maps a table that is not named like one."""
+    arch = dict(d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=1, d_ff=48, max_len=40,
+                activation="silu", norm="pre", layer_norm_eps=1e-5, embedding_scale=False,
+                positional_encoding="table")
+    model = ref.random_init(ref.TranslationTransformer(arch, 30, 33).eval(), 9)
+    sd = model.state_dict()
+    rc, stdout, err = run([save(tmp_path, sd), "-o", tmp_path / "a", "--layout", "tutorial", "--num-heads", 4,
+                           "--norm", "pre", "--activation", "silu", "--max-len", 40], capsys)
+    assert rc == 0, err
+    assert_matches_seed(model, tmp_path / "a")
+    sd["wpe"] = sd.pop("encoder_positions.weight")
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps({"encoder_positions.weight": "wpe"}))
+    rc, stdout, err = run([save(tmp_path, sd, "b.pt"), "-o", tmp_path / "b", "--layout", "tutorial",
+                           "--num-heads", 4, "--norm", "pre", "--activation", "silu", "--max-len", 40,
+                           "--names", names], capsys)
+    assert rc == 0, err
+    assert_matches_seed(model, tmp_path / "b")
+
+
+def test_a_table_off_at_one_late_position_is_learned(capsys):
     """The tolerance grows with the position, but stays far below a learned table's differences."""
     table = ref.positional_encoding(5000, 32).clone()
     table[4000, 7] += 5e-3
-    with pytest.raises(tool.ImportFailure, match=r"first position beyond float32 rounding is 4000\)"):
-        tool.drop_positional_tables({"pe": table}, {})
+    tensors = {"pe": table}
+    assert tool.split_positional_tables(tensors, {}) == ({}, {"pe": table}) and not tensors
+    assert "the first position beyond float32 rounding is 4000)" in capsys.readouterr().err
+
+
+def test_a_table_that_is_not_finite_is_an_error():
+    table = ref.positional_encoding(40, 32).clone()
+    table[3, 1] = float("nan")
+    with pytest.raises(ConversionError, match=r"positional table holding values that are not finite, first at "
+                                              r"position 3$"):
+        tool.split_positional_tables({"pe": table}, {})
 
 
 def test_positional_candidates_are_an_explicit_set():
@@ -469,7 +555,7 @@ def test_check_follows_renames_but_not_swaps(tmp_path, capsys):
     names.write_text(json.dumps(prefixed))
     rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--names", names] + flags, capsys)
     assert rc == 0, err
-    assert "check: seed_models.TorchTransformerTranslator" in stdout and "found through --names" in stdout
+    assert "check: tfmc.reference.seeds.TorchTransformerTranslator" in stdout and "found through --names" in stdout
     assert_matches_seed(model, tmp_path / "o")
     q, k = (f"decoder_layers.{{i}}.enc_dec_attention.{x}_linear.bias" for x in ("query", "key"))
     prefixed[q], prefixed[k] = prefixed[k], prefixed[q]
@@ -485,7 +571,7 @@ def test_check_catches_a_wrong_recipe(tmp_path, capsys):
     rc, stdout, err = run([ckpt, "-o", tmp_path / "o", "--layout", "torch-nn-transformer", "--num-heads", 4,
                            "--max-len", 40, "--activation", "gelu", "--encoder-layer", tool.SEED000_RECIPES["encoder"],
                            "--decoder-layer", tool.SEED000_RECIPES["decoder"]], capsys)
-    assert rc == 1 and "check: seed_models.TorchTransformerTranslator" in stdout
+    assert rc == 1 and "check: tfmc.reference.seeds.TorchTransformerTranslator" in stdout
     assert "error: check failed: " in err
 
 
@@ -566,14 +652,14 @@ def test_empty_decoder_recipe_is_not_absent(tmp_path, capsys):
     assert rc == 1 and "--decoder-layer '': column 1: expected a statement" in err
 
 
-# --------------------------------------------------------------------------- recipes: tfm_reference vs tfmc
+# --------------------------------------------------------------------------- recipes: the reference vs tfmc
 
 TFMC = os.path.join(ROOT, "build", "bin", "tfmc")
 # Its layers have norm1, norm2 (encoder) and norm1, norm2, norm3 (decoder), no
 # final norms: a good recipe uses exactly those norms.
 RECIPE_FIXTURE = os.path.join(ROOT, "tests", "e2e", "fixtures", "post-gelu-noscale")
 
-# (stack, text): good and bad recipes, each run through tfm_reference's Recipe
+# (stack, text): good and bad recipes, each run through the reference's Recipe
 # and through `tfmc compile --emit=tfm` on a model.json that carries it.
 RECIPE_CROSS_CHECK = [
     # accepted
@@ -634,10 +720,10 @@ def tfmc_recipe_problem(tmp_path, stack, text):
 
 
 @pytest.mark.skipif(not os.path.exists(TFMC), reason=f"{TFMC} does not exist (build tfmc to cross-check "
-                                                      f"tfm_reference's recipe parser with tfmc's)")
+                                                      f"the reference's recipe parser with tfmc's)")
 @pytest.mark.parametrize("stack, text", RECIPE_CROSS_CHECK)
 def test_recipe_parser_agrees_with_tfmc(tmp_path, stack, text):
-    """tfm_reference's Recipe accepts and refuses what tfmc does, with the same 'column N: ...' message."""
+    """The reference's Recipe accepts and refuses what tfmc does, with the same 'column N: ...' message."""
     want = tfmc_recipe_problem(tmp_path, stack, text)
     got = ref.recipe_problem(text, stack)
     if text == "":
@@ -776,11 +862,11 @@ def test_fallback_unpickler_refuses_too(tmp_path):
     """The restricted unpickler used where torch.load lacks weights_only."""
     marker = tmp_path / "pwned"
     ckpt = save(tmp_path, {"state_dict": {"w": torch.ones(2)}, "extra": WritesAFile(marker)})
-    with pytest.raises(tool.ImportFailure, match="refusing to load"):
-        tool.load_checkpoint(str(ckpt), use_fallback=True)
+    with pytest.raises(ConversionError, match="refusing to load"):
+        tool.load_checkpoint(str(ckpt), restricted=True)
     assert not marker.exists()
     good = save(tmp_path, tutorial_model().state_dict(), "good.pt")
-    tensors = tool.load_checkpoint(str(good), use_fallback=True)
+    tensors = tool.load_checkpoint(str(good), restricted=True)
     assert set(tensors) == set(tutorial_model().state_dict())
 
 
@@ -797,13 +883,43 @@ def test_command_line_errors_are_one_line(tmp_path):
         assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
 
 
-def test_outside_a_checkout_is_one_clear_line(tmp_path):
-    """The tool imports tests/reference relative to itself: a copy elsewhere says so."""
+@pytest.mark.parametrize("script", [TOOL, CONVERT])
+def test_outside_a_checkout_is_one_clear_line(tmp_path, script):
+    """The scripts find the package next to themselves: a copy elsewhere says so."""
     (tmp_path / "tools").mkdir()
-    copy = tmp_path / "tools" / "tfmc-import-pytorch"
-    copy.write_bytes(open(TOOL, "rb").read())
+    copy = tmp_path / "tools" / os.path.basename(script)
+    copy.write_bytes(open(script, "rb").read())
     res = subprocess.run([sys.executable, str(copy), "x.pt", "-o", "o", "--layout", "tutorial"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert res.returncode == 1 and res.stderr.count("\n") == 1
-    assert res.stderr.startswith("error: cannot find tfm_reference.py in ")
-    assert "runs from a checkout of the tfmc repository" in res.stderr
+    assert res.stderr.startswith("error: cannot find the tfmc Python package (tfmc/convert) in ")
+    assert "or from a checkout of the tfmc repository (tools/ next to python/)" in res.stderr
+
+
+def test_installed_layout_is_found(tmp_path):
+    """bin/tfmc-convert next to lib/python3/dist-packages/tfmc, without the
+    compiled module: the converters need only the pure-Python package."""
+    import shutil
+    (tmp_path / "bin").mkdir()
+    shutil.copy(CONVERT, tmp_path / "bin" / "tfmc-convert")
+    shutil.copytree(os.path.join(ROOT, "python", "tfmc"), tmp_path / "lib" / "python3" / "dist-packages" / "tfmc",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    res = subprocess.run([sys.executable, str(tmp_path / "bin" / "tfmc-convert"), "pytorch", "--help"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.startswith("usage: tfmc-convert pytorch "), res.stderr
+
+
+def test_the_dispatcher(tmp_path):
+    """python3 -m tfmc.convert: subcommands listed; errors are one line, status 1."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+
+    def convert(*argv):
+        return subprocess.run([sys.executable, "-m", "tfmc.convert"] + list(argv), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+
+    res = convert("--help")
+    assert res.returncode == 0 and all(name in res.stdout for name in ("pytorch", "marian", "fairseq"))
+    for argv in ([], ["bogus"], ["pytorch"], ["pytorch", str(tmp_path / "absent.pt"), "-o", "o", "--layout",
+                                              "tutorial"]):
+        res = convert(*argv)
+        assert res.returncode == 1 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, argv

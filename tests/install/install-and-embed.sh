@@ -34,4 +34,33 @@ import sys, tfmc
 out = tfmc.Translator(sys.argv[1], use_cache=False).translate(['我们明天去公园吧。'])
 assert out == [\"Let's go to the park tomorrow.\"], out
 " "$src/examples/zh-en/model.json"
+# tfmc-convert from a copy of the installed tree, away from the checkout:
+# an OPUS-MT-style directory (random weights, tiny SentencePiece models
+# trained on the shared Tatoeba text) is converted and translated.
+copy=$build/install-test/copied-prefix
+cp -a "$prefix" "$copy"
+marian=$build/install-test/opus-mt-tiny
+/usr/bin/python3 - "$src" "$marian" <<'PY'
+import os, sys
+src, out = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(src, "tests", "convert"))
+import checkpoints as ck
+data = os.path.join(os.path.dirname(src), "shared", "data", "tatoeba-zh-en")
+def lines(name):
+    with open(os.path.join(data, name), encoding="utf-8") as f:
+        return f.read().splitlines()[:2000]
+work = out + "-spm"
+os.makedirs(work, exist_ok=True)
+zh = ck.train_spm(lines("train.zh"), os.path.join(work, "zh"), 1600, 0.98)
+en = ck.train_spm(lines("train.en"), os.path.join(work, "en"), 400, 1.0)
+ck.make_marian(out, zh, en, fmt="safetensors", tie=False)
+PY
+(cd "$build/install-test" && env -u PYTHONPATH "$copy/bin/tfmc-convert" marian "$marian" -o converted)
+test -f "$build/install-test/converted/model.json"
+out=$(printf '我们明天去公园吧。\n谢谢。\n' | "$copy/bin/tfmc" translate "$build/install-test/converted/model.json" --no-cache)
+[[ $(printf '%s\n' "$out" | wc -l) == 2 ]]
+printf '我们明天去公园吧。\n' | "$copy/bin/tfmc" translate "$build/install-test/converted/model.json" \
+  --no-cache --compute-type int8 > /dev/null
+# The same through the module entry point of the copied tree.
+(cd / && PYTHONPATH="$copy/lib/python3/dist-packages" /usr/bin/python3 -m tfmc.convert --help > /dev/null)
 echo "install-and-embed: ok"

@@ -23,8 +23,8 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tfm_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tfmc.reference import tfm as ref  # noqa: E402
 
 
 def run(cmd):
@@ -49,7 +49,8 @@ def check_forward(args, model, model_json, srcs, src_path, tmp):
     if args.tgt:
         tgt_path, tgts = args.tgt, ref.read_ids(args.tgt)
     else:
-        tgts = [[model.special["bos"]] + model.greedy(s, args.min_length, args.max_length) for s in srcs]
+        start = ref.decoder_start(model.special)
+        tgts = [[start] + model.greedy(s, args.min_length, args.max_length) for s in srcs]
         tgt_path = os.path.join(tmp, "tgt.ids")
         ref.write_ids(tgt_path, tgts)
     out_path = os.path.join(tmp, "logits.npy")

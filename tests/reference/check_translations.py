@@ -5,12 +5,13 @@
 
 For a model whose sides use the `sentencepiece` tokenizer:
   1. the reference tokenizes every line with the Python `sentencepiece` module
-     and decodes greedily (tfm_reference.greedy: full recomputation, no KV
-     cache, one line at a time);
+     (tfmc.reference.tfm.load_tokenizer: either `piece_ids` mode) and decodes
+     greedily (tfm.greedy: full recomputation, no KV cache, one line at a time);
   2. tfmc translates the same token ids (`--ids`): its ids must equal the
      reference's line for line;
   3. tfmc translates the raw text (its own C++ tokenizers): its text must
-     equal the reference ids rendered by the Python module, line for line,
+     equal the reference ids rendered by the Python module (as tfmc renders
+     them: SentencePieceSide.decode), line for line,
      which also holds only if both sides tokenized the source identically.
 With --ref, corpus BLEU and chrF of both outputs are printed (examples/zh-en/
 metrics.py; `tfmc score` gives the same numbers). With --write FILE the
@@ -26,39 +27,11 @@ import sys
 import tempfile
 import time
 
-import sentencepiece as spm
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "zh-en"))
-import tfm_reference as ref  # noqa: E402
+from tfmc.reference import tfm as ref  # noqa: E402
 import metrics  # noqa: E402
-
-KWB = "\u2581"
-
-
-def render(sp, ids, unk, unk_piece):
-    """Ids -> text exactly as tfmc's sentencepiece tokenizer renders them:
-    runs without unk decoded by SentencePiece, an unk written as its piece."""
-    out, run = "", []
-
-    def flush():
-        nonlocal out, run
-        if run:
-            text = sp.decode(run)
-            if out and text and sp.id_to_piece(run[0]).startswith(KWB):
-                out += " "
-            out += text
-            run = []
-
-    for i in ids:
-        if i == unk:
-            flush()
-            out += (" " if out else "") + unk_piece
-        else:
-            run.append(i)
-    flush()
-    return out
 
 
 def run_tfmc(tfmc, model, lines, extra):
@@ -66,7 +39,10 @@ def run_tfmc(tfmc, model, lines, extra):
         f.write("".join(line + "\n" for line in lines))
         path = f.name
     try:
-        res = subprocess.run([tfmc, "translate", model, "-i", path] + extra,
+        # The reference translates whole lines: so does tfmc here, even for
+        # a sentence-level model (whose default splits them).
+        res = subprocess.run([tfmc, "translate", model, "-i", path, "--split-sentences", "off"]
+                             + extra,
                              capture_output=True, text=True, encoding="utf-8")
     finally:
         os.unlink(path)
@@ -93,12 +69,11 @@ def main():
 
     with open(args.model) as f:
         desc = json.load(f)
-    base = os.path.dirname(os.path.abspath(args.model))
     for side in ("source", "target"):
         if desc[side]["tokenizer"] != "sentencepiece":
             sys.exit(f"error: {side} tokenizer is {desc[side]['tokenizer']}; this check needs sentencepiece")
-    sp_src = spm.SentencePieceProcessor(model_file=os.path.join(base, desc["source"]["model"]))
-    sp_tgt = spm.SentencePieceProcessor(model_file=os.path.join(base, desc["target"]["model"]))
+    tok_src = ref.load_tokenizer(args.model, "source")
+    tok_tgt = ref.load_tokenizer(args.model, "target")
     with open(args.src, encoding="utf-8") as f:
         src_lines = f.read().splitlines()
     if args.limit:
@@ -107,15 +82,13 @@ def main():
         sys.exit("error: the source has empty lines")
 
     model = ref.load(args.model)
-    unk = model.special["unk"]
-    unk_piece = sp_tgt.id_to_piece(unk)
     t0 = time.time()
-    src_ids = [sp_src.encode(line) for line in src_lines]
+    src_ids = [tok_src.encode(line) for line in src_lines]
     ref_ids = [model.greedy(ids, max_length=args.max_length,
                             max_length_factor=args.max_length_factor,
                             max_length_offset=args.max_length_offset)
                for ids in src_ids]
-    ref_text = [render(sp_tgt, ids, unk, unk_piece) for ids in ref_ids]
+    ref_text = [tok_tgt.decode(ids) for ids in ref_ids]
     print(f"reference: {len(src_lines)} lines in {time.time() - t0:.0f} s")
 
     common = ["--max-length", str(args.max_length), f"--kernels={args.kernels}",

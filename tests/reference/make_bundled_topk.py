@@ -14,14 +14,15 @@ file would be 20+ MB; the decisions are what quantization must keep).
 
 import json
 import os
+import sys
 
 import sentencepiece as spm
 import torch
 
-import tfm_reference as ref
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from tfmc.reference import tfm as ref  # noqa: E402
 
 
 def main():

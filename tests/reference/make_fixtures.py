@@ -9,8 +9,8 @@ tgt.vocab, model.safetensors), inputs (src.ids, tgt.ids), expectations
 Source lines whose greedy or beam decisions come within MIN_MARGIN of a tie
 are replaced, so that float32 differences of ~1e-6 cannot flip a result.
 
-Most fixtures are tfm_reference models. Others are seed-structured PyTorch
-modules (seed_models.py) saved with torch.save and converted with
+Most fixtures are tfmc.reference.tfm models. Others are seed-structured PyTorch
+modules (tfmc.reference.seeds) saved with torch.save and converted with
 tools/tfmc-import-pytorch; their expectations come from the seed module
 itself, so they check the importer and tfmc together. `encoder-only` holds
 encoder states (states.npy) instead of logits and translations.
@@ -36,9 +36,9 @@ import tempfile
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tfm_reference as ref  # noqa: E402
-import seed_models as sm  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tfmc.reference import seeds as sm  # noqa: E402
+from tfmc.reference import tfm as ref  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMPORTER = os.path.join(ROOT, "tools", "tfmc-import-pytorch")
@@ -86,7 +86,7 @@ def variants():
         out.append(dict(name=f"torchnn-{norm}", kind="torchnn", norm_first=norm == "pre",
                         activation="gelu" if norm == "pre" else "relu", embedding_scale=norm == "pre",
                         src_vocab=37, tgt_vocab=41, src_lens=None, max_len=64, import_flags=flags))
-    # recipe-mixed: a tfm_reference model with unusual recipes written in model.json.
+    # recipe-mixed: a reference model with unusual recipes written in model.json.
     mixed = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64,
                  max_len=64, activation="gelu", layer_norm_eps=1e-5, embedding_scale=True,
                  positional_encoding="sinusoidal",
@@ -107,7 +107,7 @@ def variants():
 
 
 def build_model(v, seed):
-    """A random model of the variant's kind; tfm_reference models as before."""
+    """A random model of the variant's kind; reference models as before."""
     kind = v.get("kind", "reference")
     if kind == "reference":
         model = ref.TranslationTransformer(v["arch"], v["src_vocab"], v["tgt_vocab"]).eval()
@@ -292,7 +292,7 @@ def make_fixture(v, base_seed, out_dir):
 
 
 def check_imported(out_dir, logits, srcs, tgts, greedy):
-    """The imported model, run by tfm_reference, must reproduce the seed module's results."""
+    """The imported model, run by the reference, must reproduce the seed module's results."""
     model = ref.load(out_dir)
     got = model.forward_ids(srcs, tgts)
     worst = max(float(np.abs(got[b, :len(t)] - logits[b, :len(t)]).max()) for b, t in enumerate(tgts))

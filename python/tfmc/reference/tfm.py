@@ -13,7 +13,15 @@ accepting and rejecting exactly what it does, with its messages
 (`Recipe`, `recipe_problem`). Models with `num_decoder_layers: 0` are
 encoder-only (no target side).
 
-Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
+It also runs what the converters (tfmc.convert) write, as
+docs/model-format.md defines it: the "silu" activation, position tables
+("positional_encoding": "table"), special_tokens.decoder_start and
+never_generate (`decoder_start`, `never_generate`, checked by
+`check_special_tokens`), and sentencepiece sides whose ids come from the
+vocabulary file ("piece_ids": "vocab"; `SentencePieceSide`, `load_tokenizer`).
+
+Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy;
+sentencepiece for the tokenizers only).
 """
 
 import json
@@ -55,6 +63,10 @@ def positional_encoding(length, d_model):
     pe[:, 0::2] = np.sin(angle)
     pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
     return torch.from_numpy(pe.astype(np.float32))
+
+
+ACTIVATIONS = ("relu", "gelu", "silu")
+POSITIONAL_ENCODINGS = ("sinusoidal", "table")
 
 
 # --------------------------------------------------------------------------- block recipes
@@ -425,7 +437,12 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         h = self.linear1(x)
-        h = torch.relu(h) if self.activation == "relu" else F.gelu(h)  # exact erf gelu
+        if self.activation == "relu":
+            h = torch.relu(h)
+        elif self.activation == "silu":
+            h = h * torch.sigmoid(h)
+        else:
+            h = F.gelu(h)  # exact erf gelu
         return self.linear2(h)
 
 
@@ -544,20 +561,21 @@ def greedy_search(step_logits, special, min_length=0, max_length=20, margins=Non
     options of docs/reference.md).
 
     step_logits(prefixes) -> float32 numpy [len(prefixes), V]: the logits of
-    the last position of each prefix (lists of ids starting with bos, all of
-    one length). Returns the generated ids (no bos/eos). If `margins` is a
-    list, appends best-minus-second-best allowed logit per step.
+    the last position of each prefix (lists of ids starting with the
+    decoder-start token, bos by default, all of one length). Returns the
+    generated ids (no decoder-start token, no eos). If `margins` is a list,
+    appends best-minus-second-best allowed logit per step.
 
-    Per step: float32 logits -> repetition penalty -> pad, bos, eos before
-    min_length and n-gram-forbidden tokens removed -> argmax (ties: lowest
-    id). At most length_limit(...) tokens, eos included; a step where every
-    token is removed ends the row like eos."""
+    Per step: float32 logits -> repetition penalty -> the never_generate ids
+    (default pad, bos), eos before min_length and n-gram-forbidden tokens
+    removed -> argmax (ties: lowest id). At most length_limit(...) tokens,
+    eos included; a step where every token is removed ends the row like eos."""
     s = special
     _check_options(no_repeat_ngram_size, repetition_penalty)
     limit = length_limit(max_length, src_length, max_length_factor, max_length_offset)
     out = []
     for _ in range(limit):
-        row = step_logits([[s["bos"]] + out])[0]
+        row = step_logits([[decoder_start(s)] + out])[0]
         row = apply_repetition_penalty(row, out, repetition_penalty)
         logits = row.astype(np.float64)
         logits[_disallowed(s, len(out), min_length)] = -np.inf
@@ -581,10 +599,10 @@ def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_le
     If `margins` is a list, appends score gaps at every decision boundary.
 
     Per step and hypothesis: float32 logits -> repetition penalty ->
-    log_softmax (float32, over all tokens) -> pad, bos, eos before min_length
-    and n-gram-forbidden tokens removed (they are not candidates). The row
-    ends at L = length_limit(...) steps; the remaining actives then finish
-    with s / L^alpha."""
+    log_softmax (float32, over all tokens) -> the never_generate ids (default
+    pad, bos), eos before min_length and n-gram-forbidden tokens removed
+    (they are not candidates). The row ends at L = length_limit(...) steps;
+    the remaining actives then finish with s / L^alpha."""
     s, K = special, beam_size
     _check_options(no_repeat_ngram_size, repetition_penalty)
     limit = length_limit(max_length, src_length, max_length_factor, max_length_offset)
@@ -592,7 +610,7 @@ def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_le
     finished = []                    # (norm score, finish order, ids)
     for step in range(limit):
         L = step + 1                 # generated tokens incl. this step's token
-        rows = step_logits([[s["bos"]] + h for h, _ in active])
+        rows = step_logits([[decoder_start(s)] + h for h, _ in active])
         rows = np.stack([apply_repetition_penalty(rows[h], ids, repetition_penalty)
                          for h, (ids, _) in enumerate(active)])
         logits = torch.from_numpy(rows)
@@ -631,8 +649,21 @@ def beam_search(step_logits, special, beam_size, alpha=1.0, min_length=0, max_le
     return [(ids, float(sc)) for sc, _, ids in finished[:n]]
 
 
+def decoder_start(special):
+    """The first token of every target row: special_tokens.decoder_start, default bos."""
+    return special["decoder_start"] if "decoder_start" in special else special["bos"]
+
+
+def never_generate(special):
+    """The ids search never chooses: special_tokens.never_generate, default
+    [pad, bos] ([pad] without bos)."""
+    if "never_generate" in special:
+        return list(special["never_generate"])
+    return [special["pad"]] + ([special["bos"]] if "bos" in special else [])
+
+
 def _disallowed(special, generated, min_length):
-    bad = [special["pad"], special["bos"]]
+    bad = never_generate(special)
     if generated < min_length:
         bad.append(special["eos"])
     return bad
@@ -644,7 +675,7 @@ class DecodingMixin:
     A class using it provides `special` (dict), `max_len` (int),
     `encode(src) -> mem` and `decode(tgt, mem, src) -> logits` on padded
     LongTensor batches, and `forward(src, tgt) -> logits`. The seed models in
-    seed_models.py use it too, so every model decodes with the same code."""
+    tfmc.reference.seeds use it too, so every model decodes with the same code."""
 
     def source_ids(self, ids):
         """Token ids (no eos) -> source sequence: ids + eos, truncated to max_len."""
@@ -661,7 +692,8 @@ class DecodingMixin:
 
     @torch.no_grad()
     def forward_ids(self, src_lines, tgt_lines):
-        """Teacher forcing. src_lines: id lists without eos; tgt_lines: id lists starting with bos.
+        """Teacher forcing. src_lines: id lists without eos; tgt_lines: id lists starting with
+        the decoder-start token (decoder_start(self.special), bos by default).
         Returns numpy float32 [B, T, V], T = longest target."""
         src = self.pad_batch([self.source_ids(s) for s in src_lines])
         tgt = self.pad_batch(tgt_lines)
@@ -722,9 +754,13 @@ class TranslationTransformer(nn.Module, DecodingMixin):
         d = a["d_model"]
         if d % a["num_heads"] != 0 or d % 2 != 0:
             raise ValueError("num_heads must divide d_model and d_model must be even")
-        if a["activation"] not in ("relu", "gelu"):
-            raise ValueError(f"architecture.activation: expected \"relu\" or \"gelu\", "
+        if a["activation"] not in ACTIVATIONS:
+            raise ValueError(f"architecture.activation: expected \"relu\", \"gelu\" or \"silu\", "
                              f"got {a['activation']!r}")
+        positions = a.get("positional_encoding", "sinusoidal")
+        if positions not in POSITIONAL_ENCODINGS:
+            raise ValueError(f"architecture.positional_encoding: expected \"sinusoidal\" or \"table\", "
+                             f"got {positions!r}")
         enc, dec, enc_final, dec_final = resolve_architecture(a)
         self.encoder_recipe, self.decoder_recipe = enc, dec
         self.encoder_final_norm, self.decoder_final_norm = enc_final, dec_final
@@ -739,6 +775,13 @@ class TranslationTransformer(nn.Module, DecodingMixin):
             self.decoder_norm = nn.LayerNorm(d, eps=a["layer_norm_eps"])
         if dec is not None:
             self.linear = nn.Linear(d, tgt_vocab_size)
+        # "table": the position tables come last in the state_dict, as in
+        # docs/model-format.md's tensor list.
+        self.position_tables = positions == "table"
+        if self.position_tables:
+            self.encoder_positions = nn.Embedding(a["max_len"], d)
+            if dec is not None:
+                self.decoder_positions = nn.Embedding(a["max_len"], d)
 
     @property
     def has_decoder(self):
@@ -757,8 +800,13 @@ class TranslationTransformer(nn.Module, DecodingMixin):
         return self.linear.out_features if self.has_decoder else None
 
     def _embed(self, table, ids):
+        """Token embeddings (scaled) plus, at position p (from 0), the
+        sinusoid's row p, or row p of the side's stored position table."""
         d = self.arch["d_model"]
         scale = math.sqrt(d) if self.arch["embedding_scale"] else 1.0
+        if self.position_tables:
+            positions = self.encoder_positions if table is self.encoder_embedding else self.decoder_positions
+            return table(ids) * scale + positions.weight[: ids.shape[1]][None]
         return table(ids) * scale + positional_encoding(ids.shape[1], d)[None]
 
     def encode(self, src):
@@ -772,13 +820,17 @@ class TranslationTransformer(nn.Module, DecodingMixin):
         return self.encoder_norm(x) if self.encoder_final_norm else x
 
     def decode(self, tgt, mem, src):
-        """tgt [B,T] (starts with bos, right-padded) -> logits [B,T,V]."""
+        """tgt [B,T] (starts with the decoder-start token, right-padded) -> logits [B,T,V].
+        Column 0 is never padding, even when the decoder-start token is pad
+        (Marian's)."""
         if not self.has_decoder:
             raise ValueError("this model is encoder-only (num_decoder_layers is 0)")
         pad = self.special["pad"]
         T = tgt.shape[1]
         causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        self_mask = causal[None] | (tgt == pad)[:, None, :]
+        padding = tgt == pad
+        padding[:, 0] = False
+        self_mask = causal[None] | padding[:, None, :]
         cross_mask = (src == pad)[:, None, :].expand(-1, T, -1)
         x = self._embed(self.decoder_embedding, tgt)
         for layer in self.decoder_layers:
@@ -931,9 +983,79 @@ def _arch_from_json(arch):
         if k in arch and not isinstance(arch[k], typ):
             raise ValueError(f"architecture.{k}: expected a {'string' if typ is str else 'boolean'}, "
                              f"got {arch[k]!r}")
-    if arch["positional_encoding"] != "sinusoidal":
-        raise ValueError("only sinusoidal positional encoding is supported")
+    if arch["positional_encoding"] not in POSITIONAL_ENCODINGS:
+        raise ValueError(f"architecture.positional_encoding: expected \"sinusoidal\" or \"table\", "
+                         f"got {arch['positional_encoding']!r}")
+    if arch["activation"] not in ACTIVATIONS:
+        raise ValueError(f"architecture.activation: expected \"relu\", \"gelu\" or \"silu\", "
+                         f"got {arch['activation']!r}")
     return arch
+
+
+SPECIAL_FIELDS = ("pad", "bos", "eos", "unk", "decoder_start", "never_generate")
+
+
+def _is_id(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def check_special_tokens(special, src_vocab_size, tgt_vocab_size):
+    """model.json's special_tokens as docs/model-format.md states them:
+    pad, eos, unk (and bos, optional when decoder_start is given) distinct
+    ids below both vocabulary sizes; decoder_start and never_generate (a list
+    without repeats and without eos) below the target vocabulary size, and
+    only in a translation model. tgt_vocab_size None: encoder-only. Raises
+    ValueError with a one-line message naming the field."""
+    if not isinstance(special, dict):
+        raise ValueError("special_tokens must be a JSON object")
+    for k in special:
+        if k not in SPECIAL_FIELDS:
+            raise ValueError(f"unknown field 'special_tokens.{k}'")
+    required = ["pad", "eos", "unk"] + ([] if "decoder_start" in special else ["bos"])
+    for k in required:
+        if k not in special:
+            why = " (required without special_tokens.decoder_start)" if k == "bos" else ""
+            raise ValueError(f"missing field 'special_tokens.{k}'{why}")
+    seen = {}
+    for k in ("pad", "bos", "eos", "unk"):
+        if k not in special:
+            continue
+        v = special[k]
+        if not _is_id(v):
+            raise ValueError(f"special_tokens.{k}: expected a non-negative integer, got {v!r}")
+        if v in seen:
+            raise ValueError(f"special_tokens.{k}: id {v} is also used by 'special_tokens.{seen[v]}'")
+        seen[v] = k
+        for side, size in (("source", src_vocab_size), ("target", tgt_vocab_size)):
+            if size is not None and v >= size:
+                raise ValueError(f"special_tokens.{k}: id {v} is out of range for the {side} "
+                                 f"vocabulary ({size} tokens)")
+    for k in ("decoder_start", "never_generate"):
+        if k in special and tgt_vocab_size is None:
+            raise ValueError(f"special_tokens.{k} is not allowed in an encoder-only model "
+                             f"(num_decoder_layers is 0)")
+    if "decoder_start" in special:
+        v = special["decoder_start"]
+        if not _is_id(v):
+            raise ValueError(f"special_tokens.decoder_start: expected a non-negative integer, got {v!r}")
+        if v >= tgt_vocab_size:
+            raise ValueError(f"special_tokens.decoder_start: id {v} is out of range for the target "
+                             f"vocabulary ({tgt_vocab_size} tokens)")
+    if "never_generate" in special:
+        ids = special["never_generate"]
+        if not isinstance(ids, list):
+            raise ValueError(f"special_tokens.never_generate: expected a list of token ids, got {ids!r}")
+        for v in ids:
+            if not _is_id(v):
+                raise ValueError(f"special_tokens.never_generate: expected non-negative integers, got {v!r}")
+            if v >= tgt_vocab_size:
+                raise ValueError(f"special_tokens.never_generate: id {v} is out of range for the target "
+                                 f"vocabulary ({tgt_vocab_size} tokens)")
+            if v == special["eos"]:
+                raise ValueError(f"special_tokens.never_generate: id {v} is eos, which must stay possible")
+        if len(set(ids)) != len(ids):
+            dup = next(v for i, v in enumerate(ids) if v in ids[:i])
+            raise ValueError(f"special_tokens.never_generate: id {dup} is listed twice")
 
 
 def load(path):
@@ -956,7 +1078,13 @@ def load(path):
             raise ValueError(f"missing tensor '{name}'")
     src_v = weights["encoder_embedding.weight"].shape[0]
     tgt_v = None if encoder_only else weights["decoder_embedding.weight"].shape[0]
-    model = TranslationTransformer(arch, src_v, tgt_v, desc.get("special_tokens"))
+    for side in ("source", "target"):
+        if side in desc:
+            _check_side(desc[side], side)
+    if "special_tokens" not in desc:
+        raise ValueError("missing field 'special_tokens'")
+    check_special_tokens(desc["special_tokens"], src_v, tgt_v)
+    model = TranslationTransformer(arch, src_v, tgt_v, desc["special_tokens"])
     expected = model.state_dict()
     missing = sorted(set(expected) - set(weights))
     extra = sorted(set(weights) - set(expected))
@@ -967,6 +1095,120 @@ def load(path):
             raise ValueError(f"{k}: shape {v.shape}, expected {tuple(expected[k].shape)}")
     model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})
     return model.eval()
+
+
+# --------------------------------------------------------------------------- tokenizers
+#
+# The `sentencepiece` sides as tfmc's tokenizer handles them
+# (runtime/tokenizers/SentencePieceTokenizer.cpp). Encoding gives the ids
+# without eos (source_ids appends it). Decoding: runs of ids that are known
+# (in the vocabulary, not unk) are decoded by SentencePiece together; an unk
+# (or an id outside the vocabulary) is written as the vocabulary's unk token,
+# with a space before it unless it starts the line; a run that starts a new
+# word (its first piece begins with U+2581) after earlier text gets a space
+# too. With `"piece_ids": "vocab"` ids are line indices of the vocabulary
+# file and pieces are looked up there by their text (docs/model-format.md,
+# "Vocabularies mapped through a file").
+
+WORD_BOUNDARY = "\u2581"
+PIECE_IDS = ("model", "vocab")
+
+
+def read_vocab(path):
+    """A vocabulary file's tokens (docs/model-format.md, "Vocabulary files")."""
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+class SentencePieceSide:
+    """Text <-> ids for one `sentencepiece` side. `vocab`: the side's
+    tokens; `piece_ids`: "model" (ids are the SentencePiece model's) or
+    "vocab" (ids are positions in `vocab`, looked up by piece text)."""
+
+    def __init__(self, model_path, vocab, unk, piece_ids="model"):
+        import sentencepiece  # only the tokenizers need it
+
+        if piece_ids not in PIECE_IDS:
+            raise ValueError(f"piece_ids: expected \"model\" or \"vocab\", got {piece_ids!r}")
+        self.sp = sentencepiece.SentencePieceProcessor(model_file=model_path)
+        self.vocab = list(vocab)
+        self.unk = unk
+        self.piece_ids = piece_ids
+        self.index = {t: i for i, t in enumerate(self.vocab)}
+
+    def encode(self, text):
+        """Text -> ids (no eos)."""
+        ids = self.sp.encode(text)
+        if self.piece_ids == "model":
+            return ids
+        # Every piece by its text, also one the SentencePiece model does not
+        # know (an unseen character comes out as itself), as Marian's and
+        # fairseq's tokenizers look them up.
+        pieces = self.sp.encode(text, out_type=str)
+        return [self.index.get(p, self.unk) for p in pieces]
+
+    def _decode_run(self, run):
+        if self.piece_ids == "model":
+            return self.sp.decode(run), self.sp.id_to_piece(run[0])
+        pieces = [self.vocab[i] for i in run]
+        return self.sp.decode_pieces(pieces), pieces[0]
+
+    def decode(self, ids):
+        """Ids (no decoder-start token, no eos) -> text, as tfmc renders them."""
+        out, run = "", []
+
+        def flush():
+            nonlocal out, run
+            if run:
+                text, first = self._decode_run(run)
+                if out and text and first.startswith(WORD_BOUNDARY):
+                    out += " "
+                out += text
+                run = []
+
+        for i in ids:
+            if 0 <= i < len(self.vocab) and i != self.unk:
+                run.append(i)
+                continue
+            flush()
+            out += (" " if out else "") + self.vocab[self.unk]
+        flush()
+        return out
+
+
+def load_tokenizer(path, side):
+    """The tokenizer of `side` ("source" or "target") of a model directory or
+    model.json: a SentencePieceSide (only the sentencepiece kind is here)."""
+    json_path = path if path.endswith(".json") else os.path.join(path, "model.json")
+    base = os.path.dirname(os.path.abspath(json_path))
+    with open(json_path, encoding="utf-8") as f:
+        desc = json.load(f)
+    s = desc[side]
+    if s.get("tokenizer") != "sentencepiece":
+        raise ValueError(f"{side}.tokenizer is {s.get('tokenizer')!r}; the reference tokenizes "
+                         f"only \"sentencepiece\" sides")
+    _check_side(s, side)
+    return SentencePieceSide(os.path.join(base, s["model"]), read_vocab(os.path.join(base, s["vocab"])),
+                             desc["special_tokens"]["unk"], s.get("piece_ids", "model"))
+
+
+def _check_side(s, side):
+    """A side object's piece_ids field (the only side field the reference checks)."""
+    if not isinstance(s, dict):
+        raise ValueError(f"{side} must be a JSON object")
+    if "piece_ids" in s:
+        if s.get("tokenizer") != "sentencepiece":
+            raise ValueError(f"field '{side}.piece_ids': only allowed with tokenizer \"sentencepiece\", "
+                             f"not {json.dumps(s.get('tokenizer'))}")
+        if s["piece_ids"] not in PIECE_IDS:
+            raise ValueError(f"field '{side}.piece_ids': expected \"model\" or \"vocab\", "
+                             f"got {json.dumps(s['piece_ids'])}")
 
 
 # --------------------------------------------------------------------------- id files

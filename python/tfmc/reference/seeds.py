@@ -7,32 +7,29 @@ like. These modules reproduce their `state_dict` names exactly, so that
 user's, while computing DESIGN.md's semantics: key padding masks in encoder
 self-attention and cross-attention, causal + target padding mask in decoder
 self-attention, masked scores set to -1e9 before the softmax, the sinusoidal
-positional table of tfm_reference, an optional sqrt(d_model) embedding scale.
+positional table of tfmc.reference.tfm, an optional sqrt(d_model) embedding scale.
 
 * PerHeadTranslationTransformer  seed 000 (one nn.Linear per head, GELU FFN)
 * TutorialTransformer            seed 001 (DESIGN.md's names, post-norm, ReLU)
 * SeedEncoder                    seed 002 (encoder only: token ids -> states)
 * TorchTransformerTranslator     a translator around torch.nn.Transformer
 
-Each translation model has forward(src, tgt) -> logits plus tfm_reference's
+Each translation model has forward(src, tgt) -> logits plus tfm's
 id-level helpers (forward_ids, greedy, beam, encode_states) through
-tfm_reference.DecodingMixin, so every model decodes with the same search code.
+tfm.DecodingMixin, so every model decodes with the same search code.
 They are used by make_fixtures.py and tests/importer.
 
 Run with Debian's interpreter: /usr/bin/python3 (torch 1.13, numpy).
 """
 
 import math
-import os
-import sys
 import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tfm_reference as ref  # noqa: E402
+from tfmc.reference import tfm as ref
 
 NEG_MASK = ref.NEG_MASK
 
@@ -60,7 +57,7 @@ def padding_masks(src, tgt, pad):
 class PositionEncoding(nn.Module):
     """The seeds' positional encoding module: a registered buffer `pe`
     [max_len, d_model] (so it appears in the state_dict, as in the seeds),
-    holding tfm_reference's table; forward adds its first L rows."""
+    holding tfm's table; forward adds its first L rows."""
 
     def __init__(self, max_len, d_model):
         super().__init__()
@@ -564,7 +561,7 @@ class TorchTransformerTranslator(nn.Module, ref.DecodingMixin):
 @torch.no_grad()
 def randomize(model, seed, out_gain=1.0):
     """Non-degenerate random weights for any of these models (as
-    tfm_reference.random_init): linears ~ N(0, 1/fan_in) (the output
+    tfm.random_init): linears ~ N(0, 1/fan_in) (the output
     projection x out_gain) with biases ~ N(0, 0.1), embeddings ~ N(0, 1),
     LayerNorm scales ~ 1 + N(0, 0.1) and shifts ~ N(0, 0.1)."""
     g = torch.Generator().manual_seed(seed)

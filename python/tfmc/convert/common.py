@@ -1,0 +1,324 @@
+"""What every converter subcommand shares: the one error type, notes, reading
+torch.save() files without running code from them, and writing the pieces of
+a tfmc model directory (docs/model-format.md).
+
+    ConversionError            a user-facing error, printed as `error: ...`
+    fail(msg), note(msg)       raise one; print `note: ...` on stderr
+    load_torch_checkpoint(path, allow=())   the unpickled object, safely
+    state_dict_of(obj, path)   that object reduced to {name: tensor}
+    write_safetensors(path, tensors, dtype="F32")
+    write_vocab(path, tokens, source=None)
+    write_model_json(path, desc)
+"""
+
+import collections
+import io
+import json
+import os
+import pickle
+import re
+import struct
+import sys
+import zipfile
+
+import numpy as np
+import torch
+
+from tfmc.reference import tfm as _tfm
+
+
+class ConversionError(Exception):
+    """A user-facing error: the dispatcher prints it as one line `error: ...`, exit status 1."""
+
+
+def fail(message):
+    raise ConversionError(message)
+
+
+def note(message):
+    print(f"note: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- loading torch.save() files
+
+# Storage classes a checkpoint's pickle names, and the dtypes they hold.
+_STORAGE_DTYPES = {
+    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
+    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
+    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8,
+    "BoolStorage": torch.bool,
+}
+
+
+class _StorageType:
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _rebuild_tensor(storage, offset, size, stride, *unused):
+    return storage.as_strided(tuple(size), tuple(stride), offset).clone()
+
+
+def _rebuild_tensor_view(storage, offset, size, stride, *unused):
+    """The legacy format's tensors: views of storages filled after the pickle."""
+    return storage.as_strided(tuple(size), tuple(stride), offset)
+
+
+def _rebuild_parameter(data, *unused):
+    return data
+
+
+class PickledNamespace:
+    """What an `argparse.Namespace` in a checkpoint (fairseq's `args`) is
+    rebuilt as: attributes from a dict of string keys, nothing else. Its
+    class is ours, so unpickling it runs no code from the file."""
+
+    def __setstate__(self, state):
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise pickle.UnpicklingError("Unsupported state for argparse.Namespace")
+        self.__dict__.update(state)
+
+    def __contains__(self, key):
+        return key in self.__dict__
+
+    def __repr__(self):
+        return "Namespace(" + ", ".join(f"{k}={v!r}" for k, v in sorted(self.__dict__.items())) + ")"
+
+
+# The classes a caller may accept with `allow`, and what each is rebuilt as.
+_ALLOWABLE = {("argparse", "Namespace"): PickledNamespace}
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Unpickles a zip-format torch.save() file itself (torch.load cannot be
+    given a safe unpickler reliably), creating only plain containers,
+    tensors and storages, plus the `allow`ed classes of _ALLOWABLE as our
+    own stand-ins. Anything else is refused, never constructed."""
+
+    def __init__(self, data, archive, prefix, allow):
+        super().__init__(data)
+        self.archive = archive
+        self.prefix = prefix
+        self.allow = allow
+        self.rebuild = _rebuild_tensor
+
+    def find_class(self, module, name):
+        if (module, name) == ("collections", "OrderedDict"):
+            return collections.OrderedDict
+        if (module, name) in (("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_tensor")):
+            return self.rebuild
+        if (module, name) == ("torch._utils", "_rebuild_parameter"):
+            return _rebuild_parameter
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return _StorageType(_STORAGE_DTYPES[name])
+        if (module, name) in self.allow:
+            return _ALLOWABLE[(module, name)]
+        raise pickle.UnpicklingError(f"Unsupported class {module}.{name}")
+
+    def persistent_load(self, pid):
+        # ('storage', storage type, key, location, element count)
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            raise pickle.UnpicklingError(f"Unsupported persistent id {pid!r}")
+        data = bytearray(self.archive.read(f"{self.prefix}data/{pid[2]}"))
+        if not data:
+            return torch.empty(0, dtype=pid[1].dtype)
+        return torch.frombuffer(data, dtype=pid[1].dtype)
+
+
+class _LegacyUnpickler(_RestrictedUnpickler):
+    """The same restrictions for the format of torch < 1.6 (torch.save with
+    _use_new_zipfile_serialization=False): storages are allocated while the
+    pickle is read and filled from the raw data that follows it."""
+
+    def __init__(self, data, allow):
+        super().__init__(data, None, None, allow)
+        self.rebuild = _rebuild_tensor_view
+        self.storages = {}  # root key -> flat tensor, filled later
+
+    def persistent_load(self, pid):
+        # ('storage', storage type, root key, location, element count, view metadata)
+        if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] in ("storage", b"storage")
+                and isinstance(pid[1], _StorageType) and isinstance(pid[4], int) and pid[4] >= 0):
+            raise pickle.UnpicklingError(f"Unsupported persistent id {pid!r}")
+        _, kind, key, _, count, view = pid
+        storage = self.storages.get(key)
+        if storage is None:
+            storage = self.storages[key] = torch.zeros(count, dtype=kind.dtype)
+        if view is None:
+            return storage
+        _, offset, size = view
+        return storage[offset:offset + size]
+
+
+def _legacy_load(path, f, allow):
+    def plain():  # the header pickles hold numbers, strings and dicts only
+        return _RestrictedUnpickler(f, None, None, frozenset()).load()
+
+    try:
+        header = (plain(), plain())
+    except Exception:  # pickle raises many kinds on arbitrary bytes
+        header = None
+    if header != (0x1950A86A20F9469CFC6C, 1001):
+        fail(f"cannot read checkpoint '{path}': not a torch.save() file (neither a zip archive nor the "
+             f"format of torch < 1.6)")
+    plain()  # system information
+    unpickler = _LegacyUnpickler(f, allow)
+    result = unpickler.load()
+    for key in plain():
+        storage = unpickler.storages.get(key)
+        header = f.read(8)
+        if storage is None or len(header) != 8:
+            fail(f"cannot read checkpoint '{path}': storage '{key}' is missing or truncated")
+        (count,) = struct.unpack("<q", header)
+        size = count * storage.element_size()
+        data = f.read(size)
+        if count != storage.numel() or len(data) != size:
+            fail(f"cannot read checkpoint '{path}': storage '{key}' is truncated or of the wrong size")
+        if size:
+            storage.copy_(torch.frombuffer(bytearray(data), dtype=storage.dtype))
+    return result
+
+
+def _restricted_load(path, allow):
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            return _legacy_load(path, f, allow)
+    with zipfile.ZipFile(path) as archive:
+        pickles = [n for n in archive.namelist() if n.endswith("data.pkl") and n.count("/") <= 1]
+        if len(pickles) != 1:
+            fail(f"cannot read checkpoint '{path}': no data.pkl in the archive")
+        prefix = pickles[0][: -len("data.pkl")]
+        data = io.BytesIO(archive.read(pickles[0]))
+        return _RestrictedUnpickler(data, archive, prefix, allow).load()
+
+
+def _torch_load(path, allow, restricted):
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            if any(n.endswith("constants.pkl") for n in archive.namelist()):
+                # torch.load would hand this to torch.jit.load, even with weights_only
+                fail(f"refusing to load '{path}': it is a TorchScript archive, not a state_dict; "
+                     f"save model.state_dict() instead")
+    if allow or restricted:
+        return _restricted_load(path, allow)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError as e:
+        if "weights_only" not in str(e):
+            raise
+    return _restricted_load(path, allow)
+
+
+def load_torch_checkpoint(path, allow=(), *, restricted=False):
+    """The object a torch.save() file holds, read without running code from
+    it: plain containers, numbers, strings and tensors (on the CPU), plus the
+    classes in `allow`, a set of (module, name) pairs from _ALLOWABLE (only
+    ("argparse", "Namespace"), rebuilt as a PickledNamespace). With `allow`
+    or `restricted` the file is read by our own unpickler (the zip format of
+    torch >= 1.6 and the older one) instead of torch.load(weights_only=True).
+    Every failure is a ConversionError naming the file."""
+    allow = frozenset(allow)
+    unknown = sorted(allow - set(_ALLOWABLE))
+    if unknown:
+        raise ValueError(f"load_torch_checkpoint cannot rebuild {unknown}: only {sorted(_ALLOWABLE)}")
+    if not os.path.isfile(path):
+        fail(f"cannot open checkpoint '{path}': no such file")
+    try:
+        return _torch_load(path, allow, restricted)
+    except ConversionError:
+        raise
+    except pickle.UnpicklingError as e:
+        why = re.search(r"Unsupported (?:class|operand|state for) [^\s]+", str(e))
+        hint = "" if allow else ": save model.state_dict() instead"
+        fail(f"refusing to load '{path}': it holds Python objects other than tensors and plain "
+             f"containers ({why.group(0) if why else str(e).splitlines()[0]}); this tool never runs "
+             f"code from a checkpoint{hint}")
+    except Exception as e:  # torch raises many kinds on files that are not checkpoints
+        fail(f"cannot read checkpoint '{path}': not a torch.save() file ({type(e).__name__}: {e})")
+
+
+def _is_state_dict(obj):
+    return all(isinstance(v, torch.Tensor) for v in obj.values())
+
+
+def state_dict_of(obj, path, keys=("state_dict", "model")):
+    """The name -> tensor dict in a loaded checkpoint: `obj` itself, or the
+    dict under the first of `keys` it holds when `obj` has non-tensor values.
+    `path` names the file in errors."""
+    if isinstance(obj, dict) and not _is_state_dict(obj):
+        for key in keys:
+            if isinstance(obj.get(key), dict):
+                obj = obj[key]
+                break
+    if not isinstance(obj, dict) or not obj:
+        where = " or ".join(f"'{k}'" for k in keys)
+        fail(f"'{path}' does not hold a state_dict (a dict of tensor names to tensors, "
+             f"or a dict holding one under {where})")
+    for k, v in obj.items():
+        if not isinstance(k, str):
+            fail(f"'{path}': state_dict key {k!r} is not a string")
+        if not isinstance(v, torch.Tensor):
+            fail(f"'{path}': state_dict entry '{k}' is a {type(v).__name__}, not a tensor")
+    return dict(obj)
+
+
+# --------------------------------------------------------------------------- writing a model directory
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    """tensors: ordered dict name -> numpy array or torch tensor (any float
+    dtype), stored as `dtype` ("F32" or "F16") in that order."""
+    if dtype not in ("F32", "F16"):
+        raise ValueError(f"write_safetensors: dtype {dtype!r}, expected 'F32' or 'F16'")
+    arrays = {}
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor):
+            t = t.detach().cpu().float().numpy()
+        arrays[name] = np.asarray(t, dtype=np.float32)
+    try:
+        _tfm.write_safetensors(path, arrays, dtype=dtype)
+    except OSError as e:
+        fail(f"cannot write '{path}': {e.strerror}")
+
+
+def write_vocab(path, tokens, source=None):
+    """One token per line (docs/model-format.md, "Vocabulary files"). Tokens
+    that file cannot hold (empty, with a line break, a trailing carriage
+    return, a leading byte order mark on the first line, repeated) are
+    errors naming `source`, the file the tokens came from (else `path`)."""
+    where = source or path
+    tokens = list(tokens)
+    if not tokens:
+        fail(f"'{where}': the vocabulary is empty")
+    seen = {}
+    for i, tok in enumerate(tokens):
+        if not isinstance(tok, str):
+            fail(f"'{where}': token {i} is a {type(tok).__name__}, not a string")
+        if not tok:
+            fail(f"'{where}': token {i} is empty, which a tfmc vocabulary cannot hold")
+        if "\n" in tok or tok.endswith("\r"):
+            fail(f"'{where}': token {i} {tok!r} holds a line break, which a tfmc vocabulary cannot hold")
+        if i == 0 and tok.startswith("\ufeff"):
+            fail(f"'{where}': token 0 {tok!r} starts with a byte order mark, which a tfmc vocabulary "
+                 f"cannot hold on its first line")
+        if tok in seen:
+            fail(f"'{where}': token {i} {tok!r} repeats token {seen[tok]}; tfmc vocabulary tokens are unique")
+        seen[tok] = i
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(tokens) + "\n")
+    except OSError as e:
+        fail(f"cannot write '{path}': {e.strerror}")
+    except UnicodeEncodeError as e:
+        fail(f"'{where}': a token is not valid Unicode text ({e.reason})")
+
+
+def write_model_json(path, desc):
+    """model.json as the reference writes it: two-space indent, a final newline."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(desc, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    except OSError as e:
+        fail(f"cannot write '{path}': {e.strerror}")
