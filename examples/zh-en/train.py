@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "reference"))
-import tfm_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+from tfmc.reference import tfm as ref  # noqa: E402
 import metrics  # noqa: E402  (examples/zh-en/metrics.py)
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -118,6 +118,24 @@ def add_dropout(model, p, attention_p):
         layer.feed_forward.linear1.register_forward_hook(hook)
     model.encoder_embedding.register_forward_hook(hook)
     model.decoder_embedding.register_forward_hook(hook)
+
+
+def rdrop_loss(model, src, tgt_in, tgt_out, args, ntok):
+    """R-Drop (Liang et al., 2021): the batch runs twice in one forward pass
+    (two independent dropout masks); the objective is the mean smoothed
+    cross-entropy of both copies plus args.rdrop times the symmetric KL
+    divergence between their output distributions, per target token.
+    Returns (cross-entropy sum of one copy for the log, objective)."""
+    logits = model(torch.cat([src, src]), torch.cat([tgt_in, tgt_in]))
+    flat = logits.reshape(-1, logits.shape[-1])
+    target = torch.cat([tgt_out, tgt_out]).reshape(-1)
+    ce = F.cross_entropy(flat, target, ignore_index=PAD, label_smoothing=args.label_smoothing,
+                         reduction="sum")
+    lp = F.log_softmax(flat.float(), dim=-1)
+    lp1, lp2 = lp.chunk(2)
+    keep = (tgt_out.reshape(-1) != PAD).unsqueeze(1)
+    kl = ((lp1.exp() * (lp1 - lp2) + lp2.exp() * (lp2 - lp1)) * keep).sum() / 2
+    return ce / 2, (ce / 2 + args.rdrop * kl) / ntok
 
 
 # --------------------------------------------------------------------------- data
@@ -252,6 +270,8 @@ def export(args, model, sp_src, sp_tgt):
         "target": {"vocab": "tgt.vocab", "tokenizer": "sentencepiece", "model": "tgt.spm"},
         "special_tokens": {"pad": PAD, "bos": BOS, "eos": EOS, "unk": UNK},
         "weights": "model.safetensors",
+        # Trained on single sentences: --split-sentences auto splits lines.
+        "sentence_level": True,
     }
     with open(os.path.join(out, "model.json"), "w") as f:
         json.dump(desc, f, indent=2)
@@ -291,6 +311,8 @@ def main():
     p.add_argument("--dropout", type=float, default=0.3)
     p.add_argument("--attention-dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--rdrop", type=float, default=0.0,
+                   help="R-Drop: weight of the symmetric KL between two dropout passes (0: off)")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=400, help="warm-up steps (then 1/sqrt decay)")
     p.add_argument("--batch-tokens", type=int, default=1500, help="padded tokens per batch side")
@@ -360,13 +382,17 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             src, tgt_in, tgt_out = tensors(model, pairs, idx)
-            logits = model(src, tgt_in)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
-                                   ignore_index=PAD, label_smoothing=args.label_smoothing,
-                                   reduction="sum")
             ntok = int((tgt_out != PAD).sum())
+            if args.rdrop > 0:
+                loss, objective = rdrop_loss(model, src, tgt_in, tgt_out, args, ntok)
+            else:
+                logits = model(src, tgt_in)
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
+                                       ignore_index=PAD, label_smoothing=args.label_smoothing,
+                                       reduction="sum")
+                objective = loss / ntok
             opt.zero_grad()
-            (loss / ntok).backward()
+            objective.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             loss_sum += float(loss)
