@@ -322,3 +322,40 @@ def write_model_json(path, desc):
             f.write("\n")
     except OSError as e:
         fail(f"cannot write '{path}': {e.strerror}")
+
+
+class ConfigReader:
+    """Typed reads of a checkpoint's configuration, each failure one line
+    naming the file and the key. Subclasses say where values come from
+    (`get`), how a key is named (`bad`) and how a value is shown."""
+
+    TRUE_FALSE = "true or false"
+
+    def get(self, key):
+        raise NotImplementedError
+
+    def bad(self, key, why):
+        raise NotImplementedError
+
+    def show(self, value):
+        return repr(value)
+
+    def missing(self, key, minimum):
+        """A required integer that is absent."""
+        self.bad(key, f"expected an integer >= {minimum}, got {self.show(None)}")
+
+    def int(self, key, minimum=0, default=None):
+        v = self.get(key)
+        if v is None and default is not None:
+            return default
+        if v is None:
+            self.missing(key, minimum)
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            self.bad(key, f"expected an integer >= {minimum}, got {self.show(v)}")
+        return v
+
+    def bool(self, key):
+        v = self.get(key)
+        if not isinstance(v, bool):
+            self.bad(key, f"expected {self.TRUE_FALSE}, got {self.show(v)}")
+        return v

@@ -18,7 +18,7 @@ import shutil
 
 import torch
 
-from tfmc.convert.common import (ConversionError, fail, load_torch_checkpoint, note, write_model_json,
+from tfmc.convert.common import (ConfigReader, ConversionError, fail, load_torch_checkpoint, note, write_model_json,
                                  write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
@@ -84,7 +84,7 @@ def add_arguments(p):
 # --------------------------------------------------------------------------- configuration
 
 
-class Options:
+class Options(ConfigReader):
     """The model options, flattened, with the path each came from for errors
     (`args.encoder_embed_dim`, `cfg.model.encoder.embed_dim`)."""
 
@@ -129,21 +129,13 @@ class Options:
         v = self.values.get(key)
         return v not in (None, False, 0, "", [], "False", "false")
 
-    def int(self, key, minimum=1, default=None):
-        v = self.get(key)
-        if v is None and default is not None:
-            return default
-        if v is None:
-            fail(f"{self.path}: missing option {self.name(key)}")
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            self.bad(key, f"expected an integer >= {minimum}, got {v!r}")
-        return v
+    TRUE_FALSE = "True or False"
 
-    def bool(self, key):
-        v = self.get(key)
-        if not isinstance(v, bool):
-            self.bad(key, f"expected True or False, got {v!r}")
-        return v
+    def missing(self, key, minimum):
+        fail(f"{self.path}: missing option {self.name(key)}")
+
+    def int(self, key, minimum=1, default=None):
+        return super().int(key, minimum, default)
 
 
 def read_options(opts):

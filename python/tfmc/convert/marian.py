@@ -20,7 +20,7 @@ import struct
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConversionError, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConfigReader, ConversionError, fail, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
@@ -165,7 +165,9 @@ def read_weights(model_dir):
 # --------------------------------------------------------------------------- config
 
 
-class Config:
+class Config(ConfigReader):
+    """config.json, with configuration_marian.py's defaults for absent keys."""
+
     def __init__(self, path, data):
         if not isinstance(data, dict):
             fail(f"{path}: expected a JSON object")
@@ -177,17 +179,8 @@ class Config:
     def bad(self, key, why):
         fail(f"{self.path}: '{key}': {why}")
 
-    def int(self, key, minimum=0):
-        v = self.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            self.bad(key, f"expected an integer >= {minimum}, got {json.dumps(v)}")
-        return v
-
-    def bool(self, key):
-        v = self.get(key)
-        if not isinstance(v, bool):
-            self.bad(key, f"expected true or false, got {json.dumps(v)}")
-        return v
+    def show(self, value):
+        return json.dumps(value)
 
 
 def read_architecture(cfg):
