@@ -139,10 +139,10 @@ def test_f16_and_max_len(marian_models, tmp_path, capsys):
 
 
 def test_the_check_catches_a_wrong_mapping(marian_models, tmp_path, capsys, monkeypatch):
-    from tfmc.convert import marian as conv
+    from tfmc.convert import common
     m = marian_models("bin-swish-untied")
-    swapped = dict(conv.LINEARS, query_linear="k_proj", key_linear="q_proj")
-    monkeypatch.setattr(conv, "LINEARS", swapped)
+    swapped = dict(common.FAIRSEQ_LINEARS, query_linear="k_proj", key_linear="q_proj")
+    monkeypatch.setattr(common, "FAIRSEQ_LINEARS", swapped)
     rc, stdout, err = convert(["marian", m["orig"], "-o", tmp_path / "bad"], capsys)
     assert rc == 1 and "FAILED" in stdout
     assert err.count("error:") == 1 and "differ from the original's" in err

@@ -359,3 +359,36 @@ class ConfigReader:
         if not isinstance(v, bool):
             self.bad(key, f"expected {self.TRUE_FALSE}, got {self.show(v)}")
         return v
+
+
+# fairseq's Transformer layer names, which Hugging Face's Marian keeps:
+# tfmc's attention projections and their names there.
+FAIRSEQ_LINEARS = {"query_linear": "q_proj", "key_linear": "k_proj", "value_linear": "v_proj",
+                   "output_linear": "out_proj"}
+
+
+def copy_fairseq_layers(out, get, prefix, n_enc, n_dec, d, ff):
+    """Copies the encoder and decoder layers of a fairseq-named state dict
+    (`{prefix}encoder.layers.{i}.self_attn.q_proj.weight`, `fc1`, the three
+    `*_layer_norm`s ...) into `out` under tfmc's names. `get(name, shape)`
+    returns the named tensor, checked against `shape`."""
+
+    def layer(stack, i, attentions, norms):
+        src, tf = f"{prefix}{stack}.layers.{i}", f"{stack}_layers.{i}"
+        for tf_attn, src_attn in attentions:
+            for tf_lin, src_lin in FAIRSEQ_LINEARS.items():
+                out[f"{tf}.{tf_attn}.{tf_lin}.weight"] = get(f"{src}.{src_attn}.{src_lin}.weight", [d, d])
+                out[f"{tf}.{tf_attn}.{tf_lin}.bias"] = get(f"{src}.{src_attn}.{src_lin}.bias", [d])
+        out[f"{tf}.feed_forward.linear1.weight"] = get(f"{src}.fc1.weight", [ff, d])
+        out[f"{tf}.feed_forward.linear1.bias"] = get(f"{src}.fc1.bias", [ff])
+        out[f"{tf}.feed_forward.linear2.weight"] = get(f"{src}.fc2.weight", [d, ff])
+        out[f"{tf}.feed_forward.linear2.bias"] = get(f"{src}.fc2.bias", [d])
+        for k, norm in enumerate(norms, 1):
+            out[f"{tf}.norm{k}.weight"] = get(f"{src}.{norm}.weight", [d])
+            out[f"{tf}.norm{k}.bias"] = get(f"{src}.{norm}.bias", [d])
+
+    for i in range(n_enc):
+        layer("encoder", i, [("self_attention", "self_attn")], ["self_attn_layer_norm", "final_layer_norm"])
+    for i in range(n_dec):
+        layer("decoder", i, [("masked_self_attention", "self_attn"), ("enc_dec_attention", "encoder_attn")],
+              ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])

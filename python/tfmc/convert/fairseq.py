@@ -18,7 +18,7 @@ import shutil
 
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, fail, load_torch_checkpoint, note, write_model_json,
+from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, load_torch_checkpoint, note, write_model_json,
                                  write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
@@ -298,9 +298,6 @@ def sinusoidal_positions(first, count, dim, padding_idx):
     return table[first:]
 
 
-LINEARS = {"query_linear": "q_proj", "key_linear": "k_proj", "value_linear": "v_proj", "output_linear": "out_proj"}
-
-
 def build(sd, opts, heads, max_len_arg, src_symbols, tgt_symbols, src_dict_path, tgt_dict_path):
     """(architecture dict, tfmc tensors, model.json extras)."""
     n_enc, n_dec = sd.layers("encoder"), sd.layers("decoder")
@@ -359,28 +356,10 @@ def build(sd, opts, heads, max_len_arg, src_symbols, tgt_symbols, src_dict_path,
 
     out = {"encoder_embedding.weight": enc_emb, "decoder_embedding.weight": dec_emb}
 
-    def layer(stack, i, attns, norms):
-        fs, tf = f"{stack}.layers.{i}", f"{stack}_layers.{i}"
-        for tf_attn, fs_attn in attns:
-            for tf_lin, fs_lin in LINEARS.items():
-                out[f"{tf}.{tf_attn}.{tf_lin}.weight"] = sd.get(f"{fs}.{fs_attn}.{fs_lin}.weight", [d, d])
-                out[f"{tf}.{tf_attn}.{tf_lin}.bias"] = sd.get(f"{fs}.{fs_attn}.{fs_lin}.bias", [d])
-        out[f"{tf}.feed_forward.linear1.weight"] = sd.get(f"{fs}.fc1.weight", [ff, d])
-        out[f"{tf}.feed_forward.linear1.bias"] = sd.get(f"{fs}.fc1.bias", [ff])
-        out[f"{tf}.feed_forward.linear2.weight"] = sd.get(f"{fs}.fc2.weight", [d, ff])
-        out[f"{tf}.feed_forward.linear2.bias"] = sd.get(f"{fs}.fc2.bias", [d])
-        for k, fs_norm in enumerate(norms, 1):
-            out[f"{tf}.norm{k}.weight"] = sd.get(f"{fs}.{fs_norm}.weight", [d])
-            out[f"{tf}.norm{k}.bias"] = sd.get(f"{fs}.{fs_norm}.bias", [d])
-
-    for i in range(n_enc):
-        layer("encoder", i, [("self_attention", "self_attn")], ["self_attn_layer_norm", "final_layer_norm"])
+    copy_fairseq_layers(out, sd.get, "", n_enc, n_dec, d, ff)
     if enc_final:
         out["encoder_norm.weight"] = sd.get("encoder.layer_norm.weight", [d])
         out["encoder_norm.bias"] = sd.get("encoder.layer_norm.bias", [d])
-    for i in range(n_dec):
-        layer("decoder", i, [("masked_self_attention", "self_attn"), ("enc_dec_attention", "encoder_attn")],
-              ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])
     if dec_final:
         out["decoder_norm.weight"] = sd.get("decoder.layer_norm.weight", [d])
         out["decoder_norm.bias"] = sd.get("decoder.layer_norm.bias", [d])

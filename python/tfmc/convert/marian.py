@@ -20,7 +20,7 @@ import struct
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
@@ -315,10 +315,6 @@ def sinusoid_table(n_pos, dim):
     return torch.from_numpy(out.astype(np.float32))
 
 
-LINEARS = {"query_linear": "q_proj", "key_linear": "k_proj", "value_linear": "v_proj",
-           "output_linear": "out_proj"}
-
-
 def build_tensors(w, arch, cfg, static, max_len, src_rows, tgt_rows):
     """tfmc tensor name -> float32 tensor, in tfmc's canonical order."""
     d, ff = arch["d_model"], arch["d_ff"]
@@ -349,26 +345,7 @@ def build_tensors(w, arch, cfg, static, max_len, src_rows, tgt_rows):
     out["encoder_embedding.weight"] = enc_emb
     out["decoder_embedding.weight"] = dec_emb
 
-    def layer(stack, i, tf_attns, norms):
-        hf = f"model.{stack}.layers.{i}"
-        tf = f"{stack}_layers.{i}"
-        for tf_attn, hf_attn in tf_attns:
-            for tf_lin, hf_lin in LINEARS.items():
-                out[f"{tf}.{tf_attn}.{tf_lin}.weight"] = w.get(f"{hf}.{hf_attn}.{hf_lin}.weight", [d, d])
-                out[f"{tf}.{tf_attn}.{tf_lin}.bias"] = w.get(f"{hf}.{hf_attn}.{hf_lin}.bias", [d])
-        out[f"{tf}.feed_forward.linear1.weight"] = w.get(f"{hf}.fc1.weight", [ff, d])
-        out[f"{tf}.feed_forward.linear1.bias"] = w.get(f"{hf}.fc1.bias", [ff])
-        out[f"{tf}.feed_forward.linear2.weight"] = w.get(f"{hf}.fc2.weight", [d, ff])
-        out[f"{tf}.feed_forward.linear2.bias"] = w.get(f"{hf}.fc2.bias", [d])
-        for k, hf_norm in enumerate(norms, 1):
-            out[f"{tf}.norm{k}.weight"] = w.get(f"{hf}.{hf_norm}.weight", [d])
-            out[f"{tf}.norm{k}.bias"] = w.get(f"{hf}.{hf_norm}.bias", [d])
-
-    for i in range(arch["num_encoder_layers"]):
-        layer("encoder", i, [("self_attention", "self_attn")], ["self_attn_layer_norm", "final_layer_norm"])
-    for i in range(arch["num_decoder_layers"]):
-        layer("decoder", i, [("masked_self_attention", "self_attn"), ("enc_dec_attention", "encoder_attn")],
-              ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])
+    copy_fairseq_layers(out, w.get, "model.", arch["num_encoder_layers"], arch["num_decoder_layers"], d, ff)
 
     if cfg.bool("tie_word_embeddings"):
         out_w = dec_emb
