@@ -392,3 +392,24 @@ def copy_fairseq_layers(out, get, prefix, n_enc, n_dec, d, ff):
     for i in range(n_dec):
         layer("decoder", i, [("masked_self_attention", "self_attn"), ("enc_dec_attention", "encoder_attn")],
               ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])
+
+
+def run_check(out, original, reference, f16, check, tolerance):
+    """Runs a converter's check of the written model `out` against the
+    `original` (`check()` returns the largest logit difference relative to
+    max(1, |logit|)), prints one `check:` line, and fails when the
+    difference exceeds `tolerance` or the check cannot run."""
+    try:
+        diff = check()
+    except ConversionError:
+        raise
+    except Exception as e:  # the reference could not run what was written
+        fail(f"{out}: the check could not run the written model: {type(e).__name__}: {e}")
+    ok = diff <= tolerance
+    print(f"check: {out} (tfmc.reference.tfm) vs {original} ({reference}"
+          f"{', tensors rounded to f16' if f16 else ''}): max logit difference "
+          f"{diff:.3g} relative to max(1, |logit|) ({'ok' if ok else 'FAILED'}, tolerance {tolerance:g})")
+    if not ok:
+        fail(f"{out}: the written model's logits differ from the original's by {diff:.3g} "
+             f"(more than {tolerance:g}); {out} is left for inspection")
+    return 0

@@ -18,7 +18,7 @@ import shutil
 
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, load_torch_checkpoint, note, write_model_json,
+from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
                                  write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
@@ -511,17 +511,6 @@ def run(args):
           f"max_len {arch['max_len']}, weights {args.dtype}")
     if args.no_check:
         return 0
-    try:
-        diff = check(out, ckpt, args.dtype == "f16", arch["max_len"])
-    except ConversionError:
-        raise
-    except Exception as e:
-        fail(f"{out}: the check could not run the written model: {type(e).__name__}: {e}")
-    ok = diff <= CHECK_TOLERANCE
-    print(f"check: {out} (tfmc.reference.tfm) vs {path} (tfmc.reference.fairseq"
-          f"{', tensors rounded to f16' if args.dtype == 'f16' else ''}): max logit difference "
-          f"{diff:.3g} relative to max(1, |logit|) ({'ok' if ok else 'FAILED'}, tolerance {CHECK_TOLERANCE:g})")
-    if not ok:
-        fail(f"{out}: the written model's logits differ from the original's by {diff:.3g} "
-             f"(more than {CHECK_TOLERANCE:g}); {out} is left for inspection")
-    return 0
+    f16 = args.dtype == "f16"
+    return run_check(out, path, "tfmc.reference.fairseq", f16,
+                     lambda: check(out, ckpt, f16, arch["max_len"]), CHECK_TOLERANCE)

@@ -20,7 +20,7 @@ import struct
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
@@ -569,17 +569,5 @@ def run(args):
           + ("" if not separate else f"/{len(tgt_tokens)}") + f", max_len {max_len}, weights {args.dtype}")
     if args.no_check:
         return 0
-    try:
-        diff = check(out, src, args.dtype == "f16")
-    except ConversionError:
-        raise
-    except Exception as e:  # the reference could not run what was written
-        fail(f"{out}: the check could not run the written model: {type(e).__name__}: {e}")
-    ok = diff <= CHECK_TOLERANCE
-    print(f"check: {out} (tfmc.reference.tfm) vs {src} (tfmc.reference.marian"
-          f"{', tensors rounded to f16' if args.dtype == 'f16' else ''}): max logit difference "
-          f"{diff:.3g} relative to max(1, |logit|) ({'ok' if ok else 'FAILED'}, tolerance {CHECK_TOLERANCE:g})")
-    if not ok:
-        fail(f"{out}: the written model's logits differ from the original's by {diff:.3g} "
-             f"(more than {CHECK_TOLERANCE:g}); {out} is left for inspection")
-    return 0
+    f16 = args.dtype == "f16"
+    return run_check(out, src, "tfmc.reference.marian", f16, lambda: check(out, src, f16), CHECK_TOLERANCE)
