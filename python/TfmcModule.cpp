@@ -45,7 +45,7 @@ class PyTranslator {
 public:
   PyTranslator(const std::string &model, const std::string &computeType,
                int threads, const std::string &kernels,
-               const std::string &cacheDir, bool useCache) {
+               const std::string &cacheDir, bool useCache, bool profile) {
     if (!computeType.empty() && computeType != "float32" &&
         computeType != "float16" && computeType != "int8")
       throw py::value_error("compute_type: expected 'float32', 'float16' or "
@@ -58,6 +58,7 @@ public:
     load.cacheDir = cacheDir;
     load.useCache = useCache;
     load.encoderStates = true;
+    load.profile = profile;
     tfmc::Result<std::unique_ptr<tfmc::Translator>> loaded =
         tfmc::Result<std::unique_ptr<tfmc::Translator>>::failure("");
     {
@@ -153,13 +154,16 @@ PYBIND11_MODULE(_tfmc, m) {
   m.attr("__version__") = TFMC_VERSION;
   py::class_<PyTranslator>(m, "Translator")
       .def(py::init<const std::string &, const std::string &, int,
-                    const std::string &, const std::string &, bool>(),
+                    const std::string &, const std::string &, bool, bool>(),
            py::arg("model"), py::arg("compute_type") = "",
            py::arg("threads") = 1, py::arg("kernels") = "",
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
+           py::arg("profile") = false,
            "Loads and compiles MODEL.json (through the compiled-model "
            "cache). compute_type: 'float32', 'float16' or 'int8' ('' = the "
-           "model file's compute_type, else float32).")
+           "model file's compute_type, else float32). profile=True compiles "
+           "the profiled variant: profile() then says where translate "
+           "calls spent their time.")
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,
@@ -251,6 +255,69 @@ PYBIND11_MODULE(_tfmc, m) {
           py::arg("sources"),
           "Encoder states of token-id sources as a float32 array [B, L, "
           "d_model] (zero past each row's ids + eos).")
+      .def(
+          "profile",
+          [](PyTranslator &self) {
+            tfmc::Result<tfmc::Profile> p = self.get().profile();
+            if (!p)
+              throw std::runtime_error(p.error());
+            py::list rows, functions;
+            for (const tfmc::ProfileRow &r : p->rows) {
+              py::dict row;
+              row["category"] = r.category;
+              row["function"] = r.function;
+              row["kind"] = r.kind;
+              row["name"] = r.name;
+              row["detail"] = r.detail;
+              row["calls"] = r.calls;
+              row["seconds"] = r.seconds;
+              row["share"] = r.share;
+              row["flop"] = r.flop;
+              row["bytes"] = r.bytes;
+              row["gflops"] = r.gflops;
+              row["gbs"] = r.gbs;
+              row["roofline"] = r.roofline;
+              rows.append(row);
+            }
+            for (const tfmc::ProfileFunction &f : p->functions) {
+              py::dict fn;
+              fn["name"] = f.name;
+              fn["calls"] = f.calls;
+              fn["seconds"] = f.seconds;
+              functions.append(fn);
+            }
+            py::dict out;
+            out["host"] = p->host;
+            out["threads"] = p->threads;
+            out["peak_gflops"] = p->peakGflops;
+            out["bandwidth_gbs"] = p->bandwidthGBs;
+            out["wall_seconds"] = p->wallSeconds;
+            out["functions"] = functions;
+            out["rows"] = rows;
+            return out;
+          },
+          "With profile=True: where the translate calls since load (or "
+          "reset_profile) spent their time, as a dict (host, limits, "
+          "wall_seconds, functions, rows sorted by time; the fields of "
+          "docs/profile.md).")
+      .def(
+          "profile_text",
+          [](PyTranslator &self, const std::string &format) {
+            tfmc::Result<tfmc::Profile> p = self.get().profile();
+            if (!p)
+              throw std::runtime_error(p.error());
+            tfmc::Result<std::string> text = tfmc::formatProfile(*p, format);
+            if (!text)
+              throw py::value_error(text.error());
+            return *text;
+          },
+          py::arg("format") = "md",
+          "The profile as 'md', 'json', 'csv' or 'svg' text, as tfmc "
+          "profile writes it.")
+      .def(
+          "reset_profile",
+          [](PyTranslator &self) { self.get().resetProfile(); },
+          "Zeroes the profile's counters.")
       .def_property_readonly(
           "source_vocabulary_size",
           [](PyTranslator &self) { return self.get().sourceVocabularySize(); })

@@ -43,17 +43,6 @@ std::string elementOf(Type type) {
   return out;
 }
 
-/// The op's name in the model (its NameLoc: "decoder_layers.0.ffn...").
-std::string nameOf(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (!fused.getLocations().empty())
-      loc = fused.getLocations().front();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  return "";
-}
-
 /// Escapes text for a DOT double-quoted label ("\n" line breaks kept).
 std::string escape(llvm::StringRef text) {
   std::string out;
@@ -186,7 +175,7 @@ public:
       if (auto attention = dyn_cast<AttentionOp>(op))
         kind += " " + stringifyMaskKind(attention.getMaskKind()).str();
       std::string label = kind;
-      if (std::string name = nameOf(op); !name.empty())
+      if (std::string name = modelNameOf(op); !name.empty())
         label += "\n" + name;
       if (op->getNumResults() == 1)
         label += "\n-> " + shapeOf(op->getResult(0).getType()) + " " +

@@ -73,6 +73,8 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
 
 void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
                                    const PipelineOptions &options) {
+  if (options.profile)
+    pm.addPass(createTfmInstrumentProfile());
   TfmToLoopsOptions loops;
   loops.useLibraryCalls = options.useLibraryCalls;
   loops.libraryMinRows = options.libraryMinRows;

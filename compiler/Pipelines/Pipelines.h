@@ -42,6 +42,9 @@ struct PipelineOptions {
   std::string computeType = "float32";
   /// With int8/float16: also the output projection.
   bool quantizeOutputProjection = true;
+  /// The profiled variant: tfm-instrument-profile first in fused -> loops
+  /// (profiler calls around every tfm op; tfmc profile).
+  bool profile = false;
   /// When set, each stage's pass manager records per-pass times nested
   /// under this scope (tfmc --timing).
   TimingScope *timing = nullptr;

@@ -16,6 +16,7 @@
 #ifndef TFMC_TRANSLATOR_H
 #define TFMC_TRANSLATOR_H
 
+#include "tfmc/Profile.h"
 #include "tfmc/Result.h"
 
 #include <cstdint>
@@ -60,6 +61,12 @@ struct LoadOptions {
   /// Otherwise such problems are reported by the calls that need them.
   bool requireDecoder = false;
   bool requireTextTokenizers = false;
+  /// Compile the profiled variant (a cycle counter read around every op;
+  /// its own cache entry) and count where translate calls spend their
+  /// time: profile() (docs/profile.md). Measures the machine's GEMM rate
+  /// and memory bandwidth at load (~0.5 s). One profiling translator per
+  /// process at a time.
+  bool profile = false;
 };
 
 /// How sentences are decoded and batched (the options of `tfmc translate`).
@@ -158,6 +165,12 @@ public:
   Result<StreamStats> translateStream(int in, int out, int diagnostics,
                                       const TranslateOptions &options,
                                       const StreamOptions &stream = {});
+
+  /// With LoadOptions::profile: per-op times, FLOP, bytes and roofline
+  /// fractions of the translate calls since load or resetProfile();
+  /// an error otherwise.
+  Result<Profile> profile() const;
+  void resetProfile();
 
   /// Sizes of the model.
   int64_t sourceVocabularySize() const;

@@ -158,6 +158,7 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   sessionOptions.teacherForcing = false;
   sessionOptions.encoderStates = options.encoderStates;
   sessionOptions.dumpDir = options.dumpDir;
+  sessionOptions.profile = options.profile;
   if (options.useCache)
     sessionOptions.cacheDir = options.cacheDir.empty()
                                   ? runtime::defaultCacheDirectory()
@@ -190,6 +191,13 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   if (!session)
     return session.takeError();
   impl->session = std::move(*session);
+  if (options.profile) {
+    auto profiler =
+        runtime::Profiler::start(impl->session->compiled(), options.threads);
+    if (!profiler)
+      return profiler.takeError();
+    impl->profiler = std::move(*profiler);
+  }
   return std::make_unique<Translator>(std::move(impl));
 }
 
@@ -209,6 +217,18 @@ int64_t Translator::targetVocabularySize() const {
 }
 bool Translator::encoderOnly() const {
   return state->session->model().desc.arch.encoderOnly();
+}
+
+Result<Profile> Translator::profile() const {
+  if (!state->profiler)
+    return Result<Profile>::failure(
+        "this translator was not loaded for profiling (LoadOptions::profile)");
+  return state->profiler->snapshot();
+}
+
+void Translator::resetProfile() {
+  if (state->profiler)
+    state->profiler->reset();
 }
 
 /// Decodes `sources` (one entry per sentence; nullopt = not translated) in
@@ -281,6 +301,7 @@ translateSplit(Translator::Impl &state,
     llvm::StringRef text = llvm::StringRef(sentences[i]).rtrim("\r\n");
     if (text.trim().empty())
       continue;
+    runtime::profile::Scope splitting(runtime::profile::Region::Tokenize);
     std::vector<runtime::SplitSentence> split =
         runtime::splitSentences(text);
     std::vector<runtime::Encoding> encodings;
@@ -317,6 +338,7 @@ translateSplit(Translator::Impl &state,
       std::vector<runtime::Hypothesis> &nbest = (*decoded)[k];
       runtime::Hypothesis best =
           nbest.empty() ? runtime::Hypothesis{} : std::move(nbest.front());
+      runtime::profile::Scope scope(runtime::profile::Region::Detokenize);
       texts.push_back(tok.target->decode(
           best.ids, options.replaceUnknown
                         ? llvm::ArrayRef<std::string>(unknown[k])
@@ -335,6 +357,7 @@ Result<std::vector<Translation>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
+  runtime::profile::Scope whole(runtime::profile::Region::Translate);
   if (llvm::Error e = checkTranslation(options, encoderOnly()))
     return R::failure(message(std::move(e)));
   if (!state->tokenizers)
@@ -350,7 +373,10 @@ Translator::translate(const std::vector<std::string> &sentences,
     llvm::StringRef text = llvm::StringRef(sentences[i]).rtrim("\r\n");
     if (text.trim().empty())
       continue;
-    auto encoded = tok.source->tokenize(text);
+    auto encoded = [&] {
+      runtime::profile::Scope scope(runtime::profile::Region::Tokenize);
+      return tok.source->tokenize(text);
+    }();
     if (!encoded) {
       out[i].error = message(encoded.takeError());
       continue;
@@ -367,6 +393,7 @@ Translator::translate(const std::vector<std::string> &sentences,
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;
       Hypothesis hyp;
+      runtime::profile::Scope scope(runtime::profile::Region::Detokenize);
       hyp.text = tok.target->decode(
           h.ids, options.replaceUnknown ? llvm::ArrayRef<std::string>(unknown[i])
                                         : llvm::ArrayRef<std::string>());
@@ -381,6 +408,7 @@ Result<std::vector<Translation>>
 Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
                          const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
+  runtime::profile::Scope whole(runtime::profile::Region::Translate);
   if (llvm::Error e = checkTranslation(options, encoderOnly()))
     return R::failure(message(std::move(e)));
   std::vector<Translation> out(sources.size());

@@ -9,6 +9,7 @@
 
 #include "tfmc/Translator.h"
 
+#include "runtime/profile/Profiler.h"
 #include "runtime/session/Session.h"
 #include "runtime/session/Translator.h"
 
@@ -26,6 +27,8 @@ struct tfmc::Translator::Impl {
   /// entry points work).
   std::optional<runtime::TextTokenizers> tokenizers;
   std::string tokenizerError;
+  /// With LoadOptions::profile: the counters of the profiled variant.
+  std::unique_ptr<runtime::Profiler> profiler;
 };
 
 namespace tfmc::api {

@@ -1,5 +1,6 @@
 //===- BatchDecoder.cpp - a batch's KV caches and decoder steps -----------===//
 #include "runtime/session/BatchDecoder.h"
+#include "runtime/kernels/ProfileProbes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -93,6 +94,7 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
   int64_t grown = std::min(limit, positions);
   if (grown <= capacity)
     return;
+  profile::Scope scope(profile::Region::CacheMoves);
   int64_t oldRow = capacity * dModel * selfBytes,
           newRow = grown * dModel * selfBytes;
   size_t usedBytes = position * dModel * selfBytes;
@@ -147,7 +149,10 @@ void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {
   auto n = static_cast<int64_t>(sources.size());
   if (n > slots)
     llvm::report_fatal_error("tfmc: more hypotheses than decoder slots");
-  moveSelfCaches(sources);
+  {
+    profile::Scope scope(profile::Region::CacheMoves);
+    moveSelfCaches(sources);
+  }
   // Lengths and rows follow their hypotheses.
   for (Buffer<int32_t> *perSlot : {&slotLengths, &slotRow}) {
     std::copy(perSlot->data(), perSlot->data() + active, slotScratch.begin());

@@ -13,6 +13,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "frontends/importer/Importer.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/ProfileProbes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -97,7 +98,8 @@ static constexpr const char *kKindNames[] = {"weight", "input", "cache",
 static constexpr const char *kElementNames[] = {"f32", "i32", "index", "f16",
                                                 "i8"};
 
-static std::string writeMetadata(const std::vector<CompiledFunction> &fns) {
+static std::string writeMetadata(const std::vector<CompiledFunction> &fns,
+                                 const std::vector<ProfiledOp> &ops) {
   llvm::json::Array functions;
   for (const CompiledFunction &f : fns) {
     llvm::json::Array args;
@@ -114,14 +116,49 @@ static std::string writeMetadata(const std::vector<CompiledFunction> &fns) {
     functions.push_back(
         llvm::json::Object{{"name", f.name}, {"args", std::move(args)}});
   }
+  llvm::json::Array profile;
+  for (const ProfiledOp &op : ops)
+    profile.push_back(llvm::json::Array{
+        op.function, op.kind, op.name, op.detail, op.flopRows, op.flopRowKeys,
+        op.bytesCall, op.bytesRows, op.bytesRowKeys, op.bytesBatchKeys});
   return llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{
-                                  {"functions", std::move(functions)}}))
+                                  {"functions", std::move(functions)},
+                                  {"profile", std::move(profile)}}))
       .str();
+}
+
+/// The profiled variant's table from a cache entry's "profile" array (one
+/// array per id, in ProfiledOp's field order); false when malformed.
+static bool readProfile(const llvm::json::Array &rows,
+                        std::vector<ProfiledOp> &ops) {
+  for (const llvm::json::Value &row : rows) {
+    const llvm::json::Array *fields = row.getAsArray();
+    if (!fields || fields->size() != 10)
+      return false;
+    ProfiledOp op;
+    std::string *texts[] = {&op.function, &op.kind, &op.name, &op.detail};
+    int64_t *numbers[] = {&op.flopRows,  &op.flopRowKeys,  &op.bytesCall,
+                          &op.bytesRows, &op.bytesRowKeys, &op.bytesBatchKeys};
+    for (int i = 0; i < 4; ++i) {
+      std::optional<llvm::StringRef> text = (*fields)[i].getAsString();
+      if (!text)
+        return false;
+      *texts[i] = text->str();
+    }
+    for (int i = 0; i < 6; ++i) {
+      std::optional<int64_t> n = (*fields)[4 + i].getAsInteger();
+      if (!n)
+        return false;
+      *numbers[i] = *n;
+    }
+    ops.push_back(std::move(op));
+  }
+  return true;
 }
 
 /// The inverse of writeMetadata; nullopt for anything malformed.
 static std::optional<std::vector<CompiledFunction>>
-readMetadata(llvm::StringRef text) {
+readMetadata(llvm::StringRef text, std::vector<ProfiledOp> &ops) {
   llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);
   if (!root) {
     llvm::consumeError(root.takeError());
@@ -140,6 +177,9 @@ readMetadata(llvm::StringRef text) {
       obj ? obj->getArray("functions") : nullptr;
   if (!functions)
     return std::nullopt;
+  if (const llvm::json::Array *profile = obj->getArray("profile"))
+    if (!readProfile(*profile, ops))
+      return std::nullopt;
   for (const llvm::json::Value &fv : *functions) {
     const llvm::json::Object *f = fv.getAsObject();
     const llvm::json::Array *args = f ? f->getArray("args") : nullptr;
@@ -233,6 +273,8 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
              : "")
      << "\n"
      << "target: " << mlir::tfm::hostTargetDescription() << "\n";
+  if (options.profile)
+    os << "profiled: probes around every op\n";
   return key;
 }
 
@@ -264,7 +306,8 @@ static auto timed(mlir::TimingScope *parent, llvm::StringRef name, Fn fn) {
 static llvm::Expected<std::string>
 compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
               int64_t targetVocabSize, const CompileOptions &options,
-              std::vector<CompiledFunction> &functions) {
+              std::vector<CompiledFunction> &functions,
+              std::vector<ProfiledOp> &profile) {
   // Single-threaded: on this machine's two cores MLIR's pass threads gain
   // nothing measurable, and a compile never races with the threads of a
   // concurrent caller.
@@ -290,6 +333,7 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
+  pipeline.profile = options.profile;
   pipeline.timing = options.timing;
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))
@@ -304,6 +348,21 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
       return args.takeError();
     functions.push_back({name, std::move(*args), nullptr});
   }
+  if (auto table = (*module)->getAttrOfType<mlir::ArrayAttr>("tfm.profile"))
+    for (mlir::Attribute entry : table) {
+      auto dict = mlir::cast<mlir::DictionaryAttr>(entry);
+      auto text = [&](llvm::StringRef key) {
+        return mlir::cast<mlir::StringAttr>(dict.get(key)).str();
+      };
+      auto number = [&](llvm::StringRef key) {
+        return mlir::cast<mlir::IntegerAttr>(dict.get(key)).getInt();
+      };
+      profile.push_back({text("function"), text("kind"), text("name"),
+                         text("detail"), number("flop_rows"),
+                         number("flop_row_keys"), number("bytes_call"),
+                         number("bytes_rows"), number("bytes_row_keys"),
+                         number("bytes_batch_keys")});
+    }
   if (llvm::Error e = mlir::tfm::lowerToStage(
           *module, Stage::Loops, Stage::LLVM, pipeline, options.dumpDir))
     return std::move(e);
@@ -335,21 +394,23 @@ CompiledModel::compile(const frontend::Architecture &arch,
       std::optional<mlir::tfm::CompileCache::Entry> entry = cache->lookup(key);
       if (!entry)
         return;
+      std::vector<ProfiledOp> ops;
       std::optional<std::vector<CompiledFunction>> fns =
-          readMetadata(entry->metadata);
+          readMetadata(entry->metadata, ops);
       if (!fns) {
         llvm::errs() << "warning: compile cache: " << model->cachePath
                      << ": unreadable function list; recompiling\n";
         return;
       }
       model->functions = std::move(*fns);
+      model->profile = std::move(ops);
       object = std::move(entry->object);
       model->cacheHit = true;
     });
   }
   if (!model->cacheHit) {
     auto compiled = compileObject(arch, sourceVocabSize, targetVocabSize,
-                                  options, model->functions);
+                                  options, model->functions, model->profile);
     if (!compiled)
       return compiled.takeError();
     object = std::move(*compiled);
@@ -359,13 +420,17 @@ CompiledModel::compile(const frontend::Architecture &arch,
     malloc_trim(0);
     if (cache)
       timed(options.timing, "cache store", [&](mlir::TimingScope *) {
-        cache->store(key, writeMetadata(model->functions), object);
+        cache->store(key, writeMetadata(model->functions, model->profile),
+                     object);
       });
   }
 
   llvm::Error linked = timed(
       options.timing, "JIT link", [&](mlir::TimingScope *) -> llvm::Error {
-        auto jit = mlir::tfm::JitModule::load(object, kernelSymbols());
+        auto symbols = kernelSymbols();
+        for (auto &probe : profile::probeSymbols())
+          symbols.push_back(probe);
+        auto jit = mlir::tfm::JitModule::load(object, symbols);
         if (!jit)
           return jit.takeError();
         model->impl->jit = std::move(*jit);

@@ -45,6 +45,15 @@ struct CompiledFunction {
   void (*entry)(void **) = nullptr;
 };
 
+/// One id of a profiled model (tfm-instrument-profile's `tfm.profile`
+/// table): a function body or an op, and the cost of one call as
+/// coefficients of its dynamic extents (docs/profile.md).
+struct ProfiledOp {
+  std::string function, kind, name, detail;
+  int64_t flopRows = 0, flopRowKeys = 0;
+  int64_t bytesCall = 0, bytesRows = 0, bytesRowKeys = 0, bytesBatchKeys = 0;
+};
+
 struct CompileOptions {
   /// When set, every IR stage is written there as NN-stage.mlir.
   std::string dumpDir;
@@ -70,6 +79,9 @@ struct CompileOptions {
   /// With a cache: compile and store even when an entry exists
   /// (dumpDir does the same, since the IR must be produced).
   bool refreshCache = false;
+  /// The profiled variant: profiler calls around every op (its own cache
+  /// entry; tfmc profile).
+  bool profile = false;
   /// Where per-phase times are recorded (tfmc --timing); may be null.
   mlir::TimingScope *timing = nullptr;
 };
@@ -87,6 +99,8 @@ public:
 
   /// nullptr when the function was not compiled.
   const CompiledFunction *function(llvm::StringRef name) const;
+  /// The profiled variant's table, indexed by probe id; empty otherwise.
+  const std::vector<ProfiledOp> &profiledOps() const { return profile; }
   /// Wall time spent in import + lowering + JIT (or cache load), seconds.
   double compileSeconds() const { return seconds; }
   /// Whether the code came from the compiled-model cache, and the entry's
@@ -108,6 +122,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   std::vector<CompiledFunction> functions;
+  std::vector<ProfiledOp> profile;
   double seconds = 0;
   bool cacheHit = false;
   std::string cachePath;

@@ -103,6 +103,7 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   compileOptions.quantizeOutputProjection = options.quantizeOutputProjection;
   compileOptions.cacheDir = options.cacheDir;
   compileOptions.refreshCache = options.refreshCache;
+  compileOptions.profile = options.profile;
   compileOptions.timing = options.timing;
   setKernelThreads(std::max(options.threads, 1));
   auto compiled = CompiledModel::compile(m.desc.arch, m.sourceVocab.size(),

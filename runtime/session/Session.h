@@ -46,6 +46,9 @@ struct SessionOptions {
   /// over an existing entry; see CompileOptions.
   std::string cacheDir;
   bool refreshCache = false;
+  /// Compile the profiled variant (probes around every op; a Profiler
+  /// attaches to it).
+  bool profile = false;
   /// Per-phase times (compile phases, binding weights) nest here when set.
   mlir::TimingScope *timing = nullptr;
   /// Positions each self-attention cache holds at first; it doubles, up to

@@ -1,5 +1,6 @@
 //===- Translator.cpp - line-oriented translation of a stream -------------===//
 #include "runtime/session/Translator.h"
+#include "runtime/kernels/ProfileProbes.h"
 #include "runtime/session/ProgressLine.h"
 #include "runtime/tokenizers/SentenceSplitter.h"
 
@@ -103,12 +104,14 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     Session &session, const TextTokenizers *tokenizers, LineReader &in,
     llvm::raw_ostream &out, llvm::raw_ostream &diagnostics,
     const TranslateOptions &options) {
+  profile::Scope whole(profile::Region::Translate);
   const Tokenizer *sourceTokenizer =
       tokenizers ? tokenizers->source.get() : nullptr;
   const Tokenizer *targetTokenizer =
       tokenizers ? tokenizers->target.get() : nullptr;
   auto render = [&](llvm::ArrayRef<int32_t> ids,
                     const Piece &source) -> std::string {
+    profile::Scope scope(profile::Region::Detokenize);
     if (targetTokenizer)
       return targetTokenizer->decode(
           ids, options.replaceUnknown
@@ -194,6 +197,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     llvm::StringRef text(line);
     text = text.rtrim("\r");
     auto encode = [&](llvm::StringRef source) -> llvm::Expected<Encoding> {
+      profile::Scope scope(profile::Region::Tokenize);
       if (sourceTokenizer)
         return sourceTokenizer->tokenize(source);
       auto ids = parseIdLine(source, vocab);
@@ -206,6 +210,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
     if (!text.trim().empty()) {
       std::vector<std::string> sources;
       if (split) {
+        profile::Scope scope(profile::Region::Tokenize);
         w.sentences = splitSentences(text);
         for (const SplitSentence &s : w.sentences)
           sources.push_back(s.text);

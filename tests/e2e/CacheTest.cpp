@@ -91,6 +91,7 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
       {"translation", [](auto &o) { o.translation = false; }},
       {"teacher forcing", [](auto &o) { o.teacherForcing = false; }},
       {"encoder states", [](auto &o) { o.encoderStates = true; }},
+      {"profiled variant", [](auto &o) { o.profile = true; }},
   };
   for (auto &[what, edit] : optionEdits) {
     CompileOptions o = baseOptions;

@@ -22,6 +22,10 @@
 #include <optional>
 #include <string>
 
+namespace tfmc {
+class Translator;
+} // namespace tfmc
+
 namespace tfmc::driver {
 
 class Command {
@@ -35,11 +39,26 @@ public:
 
 std::unique_ptr<Command> createCompileCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createTranslateCommand(llvm::cl::OptionCategory &cat);
+std::unique_ptr<Command> createProfileCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createForwardCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createEncodeCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createQuantizeCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createScoreCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
+
+/// `--profile-format`, `--profile-output` and `--profile-svg` of
+/// `tfmc profile` (Profile.cpp).
+class ProfileOutput {
+public:
+  ProfileOutput(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  /// An error for an unknown format (before anything is compiled).
+  llvm::Error check() const;
+  /// Writes the translator's profile where the options say.
+  llvm::Error write(const tfmc::Translator &translator) const;
+
+private:
+  llvm::cl::opt<std::string> format, output, svg;
+};
 
 /// Prints "error: MESSAGE" (one line) and returns the failure status 1.
 int fail(const llvm::Twine &message);

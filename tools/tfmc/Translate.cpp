@@ -2,6 +2,11 @@
 //
 // tfmc translate MODEL.json [-i FILE] [-o FILE] [--ids] [--batch-size N]
 //                [--beam-size N] [--length-penalty A] [--n-best N] ...
+// tfmc profile MODEL.json [translate's options] [--profile-format md|json|csv]
+//              [--profile-output FILE] [--profile-svg FILE]
+//
+// `profile` is `translate` on the profiled variant of the model, followed
+// by the profile (ProfileOutput, Profile.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
@@ -32,8 +37,12 @@ namespace {
 
 class TranslateCommand : public Command {
 public:
-  explicit TranslateCommand(cl::OptionCategory &cat)
-      : sub("translate", "Translate sentences, one per line"),
+  TranslateCommand(cl::OptionCategory &cat, bool profiling)
+      : sub(profiling ? "profile" : "translate",
+            profiling ? "Translate as 'translate' does, then print where "
+                        "the time went: every compiled op's time, FLOP, "
+                        "bytes and fraction of this machine's limits"
+                      : "Translate sentences, one per line"),
         model(cl::Positional, cl::desc("MODEL.json"), cl::Required,
               cl::sub(sub), cl::cat(cat)),
         output("o", cl::desc("Output file (default: stdout)"),
@@ -132,7 +141,10 @@ public:
             cl::value_desc("on|off|auto"), cl::init("auto"), cl::sub(sub),
             cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
-        timing(sub, cat) {}
+        timing(sub, cat) {
+    if (profiling)
+      profileOutput.emplace(sub, cat);
+  }
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -176,6 +188,9 @@ public:
         splitSentences != "auto")
       return fail("--split-sentences: expected on, off or auto, got '" +
                   splitSentences + "'");
+    if (profileOutput)
+      if (llvm::Error e = profileOutput->check())
+        return fail(std::move(e));
     if (splitSentences == "on" && (ids || scores || nBest > 0))
       return fail("--split-sentences on gives one translation of text a "
                   "line: it cannot go with --ids, --scores or --n-best");
@@ -235,6 +250,7 @@ public:
     // Text mode: the tokenizers (and their model files) are checked before
     // the model is compiled, so a bad one is reported at once.
     load.requireTextTokenizers = !ids;
+    load.profile = profileOutput.has_value();
     auto loadStart = std::chrono::steady_clock::now();
     auto translator = api::loadTranslator(model, load, timing.root());
     if (!translator)
@@ -318,6 +334,9 @@ public:
           decode > 0 ? result->generatedTokens / decode : 0.0,
           result->warnedLines, s.decodedRows());
     }
+    if (profileOutput)
+      if (llvm::Error e = profileOutput->write(**translator))
+        return fail(std::move(e));
     // Bad token ids fail the run (at the end); with --strict so do
     // unreadable and truncated lines.
     if (result->badLines)
@@ -370,12 +389,17 @@ private:
   ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
+  std::optional<ProfileOutput> profileOutput;
 };
 
 } // namespace
 
 std::unique_ptr<Command> createTranslateCommand(cl::OptionCategory &cat) {
-  return std::make_unique<TranslateCommand>(cat);
+  return std::make_unique<TranslateCommand>(cat, /*profiling=*/false);
+}
+
+std::unique_ptr<Command> createProfileCommand(cl::OptionCategory &cat) {
+  return std::make_unique<TranslateCommand>(cat, /*profiling=*/true);
 }
 
 } // namespace tfmc::driver

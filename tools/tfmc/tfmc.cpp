@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
   cl::OptionCategory category("tfmc options");
   std::unique_ptr<Command> commands[] = {
       createCompileCommand(category), createTranslateCommand(category),
+      createProfileCommand(category),
       createForwardCommand(category), createEncodeCommand(category),
       createScoreCommand(category), createServeCommand(category),
       createQuantizeCommand(category)};

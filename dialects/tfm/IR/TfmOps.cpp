@@ -285,3 +285,13 @@ LogicalResult CacheWriteOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/tfm/IR/TfmOps.cpp.inc"
+
+std::string mlir::tfm::modelNameOf(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      loc = fused.getLocations().front();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}

@@ -12,4 +12,14 @@
 #define GET_OP_CLASSES
 #include "dialects/tfm/IR/TfmOps.h.inc"
 
+#include <string>
+
+namespace mlir::tfm {
+
+/// The name the model gives an op: the importer's NameLoc (the first of a
+/// fused location), e.g. "decoder_layers.0.self_attention"; "" when none.
+std::string modelNameOf(Operation *op);
+
+} // namespace mlir::tfm
+
 #endif // DIALECTS_TFM_IR_TFMOPS_H

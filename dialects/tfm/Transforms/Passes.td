@@ -79,4 +79,32 @@ def TfmHalfCaches : Pass<"tfm-half-caches", "ModuleOp"> {
   }];
 }
 
+def TfmInstrumentProfile : Pass<"tfm-instrument-profile", "ModuleOp"> {
+  let summary = "brackets every tfm op with calls of the runtime's profiler";
+  let description = [{
+    The profiled variant of a model (`tfmc profile`, `profile=True` in the
+    APIs): every `tfm` op of every function with a body is preceded by
+    `call @tfm_rt_profile_enter(id)` and followed by
+    `call @tfm_rt_profile_exit(id, batch, rows, keys)`, where `rows` is
+    batch x sequence of the op's result (of the written value for
+    `tfm.cache_write`) and `keys` the key length an attention op reads (its
+    `kv_length`, else the keys' sequence extent; 0 for other ops). The
+    function body as a whole is bracketed the same way. The runtime reads a
+    cycle counter in both calls and adds up calls, cycles and the dynamic
+    extents per id.
+
+    Ids index the module attribute `tfm.profile`, written by this pass: one
+    dictionary per id with the function, the op's kind and name (its
+    location, as `--emit=graph` shows it), a one-line description, and the
+    coefficients of its cost per call, `flop = flop_rows * rows +
+    flop_row_keys * rows * keys` and `bytes = bytes_call + bytes_rows * rows
+    + bytes_row_keys * rows * keys + bytes_batch_keys * batch * keys`
+    (docs/profile.md). Runs first in the fused -> loops lowering, only for
+    the profiled variant; the plain pipeline never sees it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // DIALECTS_TFM_TRANSFORMS_PASSES_TD

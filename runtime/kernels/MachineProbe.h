@@ -1,0 +1,42 @@
+//===- MachineProbe.h - this host's limits, measured ------------*- C++ -*-===//
+//
+// What a profile compares each op against (tfmc profile) and what the
+// benchmark's ratios are taken to (tfmc-bench-machine): the float32 GEMM
+// rate of oneDNN's sgemm on 1024^3 and the memory bandwidth of reading a
+// buffer far larger than the caches, both best of a few runs, with the
+// threads given.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_MACHINEPROBE_H
+#define RUNTIME_KERNELS_MACHINEPROBE_H
+
+#include <cstdint>
+#include <string>
+
+namespace tfmc::runtime {
+
+struct MachineLimits {
+  int threads = 1;
+  /// sgemm GFLOP/s; 0 in a build without oneDNN (not measured).
+  double sgemmGflops = 0;
+  /// GB/s summing a buffer (read) and memcpy-ing it (copy: bytes copied).
+  double readGBs = 0, copyGBs = 0;
+};
+
+struct ProbeOptions {
+  int threads = 1;
+  /// Buffer of the bandwidth runs and the number of runs of each kind.
+  int64_t bandwidthBytes = int64_t(256) << 20;
+  int repeats = 5;
+};
+
+MachineLimits probeMachine(const ProbeOptions &options);
+
+/// "cpu: MODEL, ISA" as bench/run.py prints it: the CPU's model name and
+/// the instruction sets the kernels use here (AVX-512 + VNNI, AVX2 + FMA),
+/// with a TFMC_KERNEL_ISA override named.
+std::string hostDescription();
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_MACHINEPROBE_H

@@ -1,0 +1,64 @@
+//===- Profile.cpp - where tfmc profile writes its profile ----------------===//
+#include "tools/tfmc/Command.h"
+
+#include "tfmc/Translator.h"
+
+namespace cl = llvm::cl;
+
+namespace tfmc::driver {
+
+ProfileOutput::ProfileOutput(cl::SubCommand &sub, cl::OptionCategory &cat)
+    : format("profile-format",
+             cl::desc("The profile as 'md' (a Markdown table), 'json' or "
+                      "'csv'"),
+             cl::value_desc("md|json|csv"), cl::init("md"), cl::sub(sub),
+             cl::cat(cat)),
+      output("profile-output",
+             cl::desc("Write the profile to FILE (default: stderr; the "
+                      "translations go to -o or stdout as with translate)"),
+             cl::value_desc("FILE"), cl::init(""), cl::sub(sub), cl::cat(cat)),
+      svg("profile-svg",
+          cl::desc("Also draw the profile as a bar chart (SVG) in FILE"),
+          cl::value_desc("FILE"), cl::init(""), cl::sub(sub), cl::cat(cat)) {}
+
+llvm::Error ProfileOutput::check() const {
+  if (format != "md" && format != "json" && format != "csv")
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--profile-format: expected md, json or csv, got '" + format + "'");
+  return llvm::Error::success();
+}
+
+static llvm::Error writeFile(const std::string &path, const std::string &text) {
+  auto os = openOutput(path);
+  if (!os)
+    return os.takeError();
+  **os << text;
+  return finishOutput(**os, path);
+}
+
+llvm::Error ProfileOutput::write(const tfmc::Translator &translator) const {
+  auto profile = translator.profile();
+  if (!profile)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   profile.error());
+  auto text = formatProfile(*profile, format);
+  if (!text)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   text.error());
+  if (output.empty())
+    llvm::errs() << *text;
+  else if (llvm::Error e = writeFile(output, *text))
+    return e;
+  if (!svg.empty()) {
+    auto picture = formatProfile(*profile, "svg");
+    if (!picture)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     picture.error());
+    if (llvm::Error e = writeFile(svg, *picture))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace tfmc::driver
