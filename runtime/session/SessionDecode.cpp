@@ -1,0 +1,170 @@
+//===- SessionDecode.cpp - greedy and beam translation of batches ---------===//
+//
+// A batch is encoded once and decoded step by step by a BatchDecoder; with
+// several threads, large batches are cut into slices decoded at once.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/session/SessionFrames.h"
+
+#include "runtime/decoding/GreedySearch.h"
+#include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/session/BatchDecoder.h"
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+using namespace tfmc;
+using namespace tfmc::runtime;
+
+llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
+                       int64_t slotsPerRow) {
+  auto start = std::chrono::steady_clock::now();
+  // The decoder keeps its frames until it is destroyed.
+  Frames &f = acquireFrames();
+  auto decoder = startDecoding(f, sources, maxSteps, slotsPerRow);
+  if (!decoder) {
+    releaseFrames(f);
+    return decoder.takeError();
+  }
+  static_cast<BatchDecoder &>(**decoder).onRelease([this, &f] {
+    releaseFrames(f);
+  });
+  addTimes(secondsSince(start), 0, 0);
+  return decoder;
+}
+
+llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
+                       int64_t maxSteps, int64_t slotsPerRow) {
+  if (loaded.desc.arch.encoderOnly())
+    return noDecoder(loaded, "translation");
+  if (!workerFrames.encode || !workerFrames.decodeStep)
+    return sessionError("this session was opened without translation");
+  if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
+    return std::move(e);
+  const frontend::Architecture &arch = loaded.desc.arch;
+  BatchShape shape;
+  shape.layers = arch.numDecoderLayers;
+  shape.dModel = arch.dModel;
+  shape.vocab = loaded.targetVocab.size();
+  shape.maxSteps = maxSteps;
+  shape.initialPositions = initialCachePositions;
+  shape.slotsPerRow = slotsPerRow;
+  auto decoder = std::make_unique<BatchDecoder>(
+      *workerFrames.encode, *workerFrames.decodeStep,
+      padSources(sources, maxSourceTokens(), specialIds()), shape,
+      workerFrames.arena);
+  if (llvm::Error e = decoder->encode())
+    return std::move(e);
+  return std::move(decoder);
+}
+
+template <typename Result, typename Search>
+llvm::Expected<Result> Session::decode(const TokenRows &sources,
+                                       const SearchOptions &options,
+                                       int64_t slotsPerRow, Search search) {
+  if (loaded.desc.arch.encoderOnly())
+    return noDecoder(loaded, "translation");
+  if (sources.empty())
+    return Result();
+  SearchOptions effective = options;
+  // Decoder positions 0 .. maxLength-1 must have positional encodings.
+  effective.maxLength =
+      std::min<int64_t>(options.maxLength, loaded.desc.arch.maxLen);
+  // KV caches are sized by the longest any row of this batch may run.
+  int64_t batchSteps = 1;
+  for (const auto &s : sources)
+    batchSteps = std::max(
+        batchSteps,
+        rowLengthLimit(effective,
+                       std::min<int64_t>(s.size(), maxSourceTokens()) + 1));
+  auto rows = static_cast<int64_t>(sources.size());
+  // With several threads and enough rows, contiguous slices of the batch
+  // are encoded and decoded at once on their own threads, each with its own
+  // call frames and one library-kernel thread (rows are independent, so the
+  // result is the same as one batch). Otherwise the library kernels get all
+  // the threads.
+  int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
+  if (workers <= 1) {
+    // The library kernels' thread count is per calling thread: every
+    // caller uses the session's, so results do not depend on the caller.
+    setKernelThreads(threads);
+    auto decoder = startDecoding(sources, batchSteps, slotsPerRow);
+    if (!decoder)
+      return decoder.takeError();
+    auto start = std::chrono::steady_clock::now();
+    Result result = search(**decoder, effective, specialIds());
+    auto &batch = static_cast<BatchDecoder &>(**decoder);
+    addTimes(0, secondsSince(start), batch.stepSeconds(), batch.rowSteps());
+    if (llvm::Error e = (*decoder)->takeError())
+      return std::move(e);
+    return result;
+  }
+
+  struct Slice {
+    TokenRows sources;
+    Result result;
+    std::string error; // the slice's first failure
+    double encodeSeconds = 0, stepSeconds = 0;
+    int64_t rowSteps = 0;
+  };
+  std::vector<Slice> slices(workers);
+  std::vector<FramesLease> leases;
+  for (int64_t w = 0; w < workers; ++w)
+    leases.emplace_back(*this);
+  for (int64_t r = 0; r < rows; ++r)
+    slices[r * workers / rows].sources.push_back(sources[r]);
+  auto work = [&](int64_t w) {
+    Slice &slice = slices[w];
+    setKernelThreads(1);
+    auto start = std::chrono::steady_clock::now();
+    auto decoder =
+        startDecoding(*leases[w], slice.sources, batchSteps, slotsPerRow);
+    slice.encodeSeconds = secondsSince(start);
+    if (!decoder) {
+      slice.error = llvm::toString(decoder.takeError());
+      return;
+    }
+    slice.result = search(**decoder, effective, specialIds());
+    slice.stepSeconds = static_cast<BatchDecoder &>(**decoder).stepSeconds();
+    slice.rowSteps = static_cast<BatchDecoder &>(**decoder).rowSteps();
+    if (llvm::Error e = (*decoder)->takeError())
+      slice.error = llvm::toString(std::move(e));
+  };
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w)
+    pool.emplace_back(work, w);
+  work(0);
+  for (std::thread &t : pool)
+    t.join();
+  setKernelThreads(threads);
+  double wall = secondsSince(start), encode = 0;
+  Result result;
+  double steps = 0;
+  int64_t rowSteps = 0;
+  for (Slice &slice : slices) {
+    encode = std::max(encode, slice.encodeSeconds);
+    steps += slice.stepSeconds;
+    rowSteps += slice.rowSteps;
+    if (!slice.error.empty())
+      return sessionError(slice.error);
+    for (auto &row : slice.result)
+      result.push_back(std::move(row));
+  }
+  addTimes(encode, wall - encode, steps, rowSteps);
+  return result;
+}
+
+llvm::Expected<std::vector<std::vector<Hypothesis>>>
+Session::translateBeam(const TokenRows &sources, const SearchOptions &options) {
+  return decode<std::vector<std::vector<Hypothesis>>>(
+      sources, options, std::max<int64_t>(options.beamSize, 1), beamSearch);
+}
+
+llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
+                                             const SearchOptions &options) {
+  return decode<TokenRows>(sources, options, 1, greedySearch);
+}
