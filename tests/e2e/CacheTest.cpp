@@ -4,6 +4,7 @@
 // gives byte-identical results to a fresh compile.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/e2e/Fixtures.h"
 #include "frontends/model/Model.h"
 #include "runtime/session/CompiledModel.h"
 #include "runtime/session/Session.h"
@@ -17,14 +18,9 @@
 
 using namespace tfmc;
 using namespace tfmc::runtime;
+using namespace tfmc::testing;
 
 namespace {
-
-std::string fixtureModel(llvm::StringRef name) {
-  llvm::SmallString<256> path(TFMC_FIXTURES_DIR);
-  llvm::sys::path::append(path, name, "model.json");
-  return std::string(path);
-}
 
 frontend::Architecture baseArchitecture() {
   auto model = frontend::loadModel(fixtureModel("post-relu-noscale"));

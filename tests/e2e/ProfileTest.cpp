@@ -6,6 +6,7 @@
 // formats carry every row.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/e2e/Fixtures.h"
 #include "frontends/model/Model.h"
 #include "runtime/kernels/ProfileProbes.h"
 #include "runtime/profile/Profiler.h"
@@ -22,14 +23,9 @@
 
 using namespace tfmc;
 using namespace tfmc::runtime;
+using namespace tfmc::testing;
 
 namespace {
-
-std::string fixtureModel(llvm::StringRef name) {
-  llvm::SmallString<256> path(TFMC_FIXTURES_DIR);
-  llvm::sys::path::append(path, name, "model.json");
-  return std::string(path);
-}
 
 std::unique_ptr<Session> openSession(bool library, bool profile,
                                      const std::string &cacheDir = "") {

@@ -5,6 +5,7 @@
 // settings. These tests run the same models through the compiled path.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/e2e/Fixtures.h"
 #include "runtime/decoding/GreedySearch.h"
 #include "runtime/io/Npy.h"
 #include "runtime/session/Session.h"
@@ -25,14 +26,9 @@
 
 using namespace tfmc;
 using namespace tfmc::runtime;
+using namespace tfmc::testing;
 
 namespace {
-
-std::string fixturePath(const std::string &name, llvm::StringRef file) {
-  llvm::SmallString<256> path(TFMC_FIXTURES_DIR);
-  llvm::sys::path::append(path, name, file);
-  return std::string(path);
-}
 
 TokenRows readRows(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);

@@ -51,13 +51,16 @@ std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
 class ProfileOutput {
 public:
   ProfileOutput(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
-  /// An error for an unknown format (before anything is compiled).
-  llvm::Error check() const;
+  ~ProfileOutput();
+  /// Checks the format and opens the output files, before anything is
+  /// compiled or translated: a bad option or path fails at once.
+  llvm::Error open();
   /// Writes the translator's profile where the options say.
-  llvm::Error write(const tfmc::Translator &translator) const;
+  llvm::Error write(const tfmc::Translator &translator);
 
 private:
   llvm::cl::opt<std::string> format, output, svg;
+  std::unique_ptr<llvm::raw_fd_ostream> outputStream, svgStream;
 };
 
 /// Prints "error: MESSAGE" (one line) and returns the failure status 1.

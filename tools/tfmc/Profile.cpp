@@ -21,23 +21,26 @@ ProfileOutput::ProfileOutput(cl::SubCommand &sub, cl::OptionCategory &cat)
           cl::desc("Also draw the profile as a bar chart (SVG) in FILE"),
           cl::value_desc("FILE"), cl::init(""), cl::sub(sub), cl::cat(cat)) {}
 
-llvm::Error ProfileOutput::check() const {
+ProfileOutput::~ProfileOutput() = default;
+
+llvm::Error ProfileOutput::open() {
   if (format != "md" && format != "json" && format != "csv")
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "--profile-format: expected md, json or csv, got '" + format + "'");
+  for (auto [path, stream] :
+       {std::pair{&output, &outputStream}, std::pair{&svg, &svgStream}}) {
+    if (path->empty())
+      continue;
+    auto os = openOutput(*path);
+    if (!os)
+      return os.takeError();
+    *stream = std::move(*os);
+  }
   return llvm::Error::success();
 }
 
-static llvm::Error writeFile(const std::string &path, const std::string &text) {
-  auto os = openOutput(path);
-  if (!os)
-    return os.takeError();
-  **os << text;
-  return finishOutput(**os, path);
-}
-
-llvm::Error ProfileOutput::write(const tfmc::Translator &translator) const {
+llvm::Error ProfileOutput::write(const tfmc::Translator &translator) {
   auto profile = translator.profile();
   if (!profile)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -46,16 +49,20 @@ llvm::Error ProfileOutput::write(const tfmc::Translator &translator) const {
   if (!text)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    text.error());
-  if (output.empty())
+  if (!outputStream) {
     llvm::errs() << *text;
-  else if (llvm::Error e = writeFile(output, *text))
-    return e;
-  if (!svg.empty()) {
+  } else {
+    *outputStream << *text;
+    if (llvm::Error e = finishOutput(*outputStream, output))
+      return e;
+  }
+  if (svgStream) {
     auto picture = formatProfile(*profile, "svg");
     if (!picture)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      picture.error());
-    if (llvm::Error e = writeFile(svg, *picture))
+    *svgStream << *picture;
+    if (llvm::Error e = finishOutput(*svgStream, svg))
       return e;
   }
   return llvm::Error::success();

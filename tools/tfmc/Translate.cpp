@@ -189,7 +189,7 @@ public:
       return fail("--split-sentences: expected on, off or auto, got '" +
                   splitSentences + "'");
     if (profileOutput)
-      if (llvm::Error e = profileOutput->check())
+      if (llvm::Error e = profileOutput->open())
         return fail(std::move(e));
     if (splitSentences == "on" && (ids || scores || nBest > 0))
       return fail("--split-sentences on gives one translation of text a "
