@@ -158,6 +158,11 @@ def main():
                    help="skip the sorted-vs-input-order row")
     p.add_argument("--skip-shapes", action="store_true",
                    help="skip the per-shape kernel table (tfmc-bench-linear)")
+    p.add_argument("--baseline", default="",
+                   help="another tfmc binary (e.g. an earlier commit's build) run next to "
+                        "build/bin/tfmc in the greedy rows, alternating: the 'vs baseline' column")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="runs of each greedy tfmc measurement (medians are reported)")
     p.add_argument("--compute-types", default="float32,float16,int8",
                    help="tfmc --compute-type values of the greedy rows (float32 first: "
                         "the others are reported relative to it)")
@@ -198,15 +203,26 @@ def main():
                                     "--steps", str(args.steps), "--threads", str(threads)])
                 pt = json.loads(out)
             for ct in args.compute_types.split(","):
-                _, err, rss = run([tfmc, "translate", os.path.join(model_dir, "model.json"), "--ids",
-                                   "-i", inp, "--min-length", str(args.steps), "--max-length",
-                                   str(args.steps), "--max-length-factor", "0", "--batch-size",
-                                   str(batch), "--threads", str(threads), "--compute-type", ct,
-                                   "--stats"])
-                tokens, load, jit, enc, dec, tps = tfmc_stats(err)
+                def measure(binary):
+                    _, err, rss = run([binary, "translate", os.path.join(model_dir, "model.json"),
+                                       "--ids", "-i", inp, "--min-length", str(args.steps),
+                                       "--max-length", str(args.steps), "--max-length-factor", "0",
+                                       "--batch-size", str(batch), "--threads", str(threads),
+                                       "--compute-type", ct, "--stats"])
+                    return tfmc_stats(err), rss
+                runs, baseline = [], []
+                for _ in range(max(1, args.repeats)):
+                    runs.append(measure(tfmc))
+                    if args.baseline:
+                        baseline.append(float(measure(args.baseline)[0][5]))
+                # The run with the median tokens/s stands for all.
+                runs.sort(key=lambda r: float(r[0][5]))
+                (tokens, load, jit, enc, dec, tps), rss = runs[len(runs) // 2]
                 row = dict(batch=batch, threads=threads, ct=ct, tfmc=float(tps), load=float(load),
                            jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
                            step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
+                if baseline:
+                    row["baseline"] = sorted(baseline)[len(baseline) // 2]
                 if pt:
                     row.update(torch=pt["tokens_per_s"], torch_rss=prss)
                 rows.append(row)
@@ -224,10 +240,13 @@ def main():
     print()
     print("float16 streams half the weight bytes of float32, int8 a quarter (plus "
           "per-row scales); the bound column scales accordingly.\n")
+    if args.baseline:
+        print(f"vs baseline: tokens/s of build/bin/tfmc over those of {args.baseline}, "
+              f"runs alternating, medians of {max(1, args.repeats)}\n")
     print("| batch | threads | compute type | tfmc tok/s | vs float32 | PyTorch tok/s | ratio | "
           "tfmc GFLOP/s (% sgemm) | step ms (bound ms) | encoder ms/batch | tfmc peak RSS MB | "
-          "PyTorch RSS MB | load+JIT s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "PyTorch RSS MB | load+JIT s |" + (" vs baseline |" if args.baseline else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.baseline else ""))
     base = {(r["batch"], r["threads"]): r["tfmc"] for r in rows if r["ct"] == "float32"}
     bytes_per = {"float32": 1.0, "float16": 0.5, "int8": 0.25}
     for r in rows:
@@ -243,7 +262,8 @@ def main():
         vs = f"{r['tfmc'] / f32:.2f}" if f32 else "-"
         print(f"| {r['batch']} | {r['threads']} | {r['ct']} | {r['tfmc']:.1f} | {vs} | {torch_tps} | "
               f"{ratio} | {peak} | {r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | "
-              f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |")
+              f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |"
+              + (f" {r['tfmc'] / r['baseline']:.3f} |" if "baseline" in r else ""))
 
 
     shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
