@@ -53,20 +53,23 @@ std::string markdown(const Profile &p) {
   llvm::raw_string_ostream os(out);
   header(os, p, "");
   os << "\n| share | seconds | calls | us/call | function | op | name | "
-        "detail | GFLOP/s | GB/s | roofline |\n"
-     << "|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|\n";
+        "detail | MFLOP/call | MB/call | GFLOP/s | GB/s | roofline |\n"
+     << "|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|\n";
   for (const ProfileRow &r : p.rows) {
     bool op = r.category == "op";
-    auto rate = [&](double v) {
+    auto number = [&](double v) {
       return op ? llvm::formatv("{0:f2}", v).str() : std::string();
     };
+    double calls = r.calls > 0 ? static_cast<double>(r.calls) : 1.0;
     os << llvm::formatv("| {0:f1}% | {1:f4} | {2} | {3} | {4} | {5} | {6} | "
-                        "{7} | {8} | {9} | {10} |\n",
-                        100 * r.share, r.seconds, r.calls ? std::to_string(r.calls) : "",
-                        r.calls ? llvm::formatv("{0:f1}", 1e6 * r.seconds / r.calls).str()
+                        "{7} | {8} | {9} | {10} | {11} | {12} |\n",
+                        100 * r.share, r.seconds,
+                        r.calls ? std::to_string(r.calls) : "",
+                        r.calls ? llvm::formatv("{0:f1}", 1e6 * r.seconds / calls).str()
                                 : "",
-                        r.function, r.kind, r.name, r.detail, rate(r.gflops),
-                        rate(r.gbs),
+                        r.function, r.kind, r.name, r.detail,
+                        number(r.flop / calls / 1e6), number(r.bytes / calls / 1e6),
+                        number(r.gflops), number(r.gbs),
                         op ? llvm::formatv("{0:f0}%", 100 * r.roofline).str()
                            : "");
   }
@@ -78,13 +81,25 @@ std::string json(const Profile &p) {
   for (const ProfileFunction &f : p.functions)
     functions.push_back(llvm::json::Object{
         {"name", f.name}, {"calls", f.calls}, {"seconds", f.seconds}});
-  for (const ProfileRow &r : p.rows)
+  for (const ProfileRow &r : p.rows) {
+    double calls = r.calls > 0 ? static_cast<double>(r.calls) : 1.0;
     rows.push_back(llvm::json::Object{
-        {"category", r.category}, {"function", r.function}, {"kind", r.kind},
-        {"name", r.name},         {"detail", r.detail},     {"calls", r.calls},
-        {"seconds", r.seconds},   {"share", r.share},       {"flop", r.flop},
-        {"bytes", r.bytes},       {"gflops", r.gflops},     {"gbs", r.gbs},
+        {"category", r.category},
+        {"function", r.function},
+        {"kind", r.kind},
+        {"name", r.name},
+        {"detail", r.detail},
+        {"calls", r.calls},
+        {"seconds", r.seconds},
+        {"share", r.share},
+        {"flop", r.flop},
+        {"bytes", r.bytes},
+        {"flop_per_call", r.flop / calls},
+        {"bytes_per_call", r.bytes / calls},
+        {"gflops", r.gflops},
+        {"gbs", r.gbs},
         {"roofline", r.roofline}});
+  }
   llvm::json::Object root{{"host", p.host},
                           {"threads", p.threads},
                           {"peak_gflops", p.peakGflops},
@@ -110,15 +125,18 @@ std::string csv(const Profile &p) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << "category,function,kind,name,detail,calls,seconds,share,flop,bytes,"
-        "gflops,gbs,roofline\n";
-  for (const ProfileRow &r : p.rows)
+        "flop_per_call,bytes_per_call,gflops,gbs,roofline\n";
+  for (const ProfileRow &r : p.rows) {
+    double calls = r.calls > 0 ? static_cast<double>(r.calls) : 1.0;
     os << csvField(r.category) << "," << csvField(r.function) << ","
        << csvField(r.kind) << "," << csvField(r.name) << ","
        << csvField(r.detail) << "," << r.calls << ","
-       << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:e6},{4:e6},{5:e6},{6:e6}",
-                        r.seconds, r.share, r.flop, r.bytes, r.gflops, r.gbs,
-                        r.roofline)
+       << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:e6},{4:e6},{5:e6},{6:e6},"
+                        "{7:e6},{8:e6}",
+                        r.seconds, r.share, r.flop, r.bytes, r.flop / calls,
+                        r.bytes / calls, r.gflops, r.gbs, r.roofline)
        << "\n";
+  }
   return out;
 }
 

@@ -203,6 +203,8 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   ASSERT_EQ(rows->size(), 2u);
   EXPECT_EQ(*(*rows)[0].getAsObject()->getString("detail"), op.detail);
   EXPECT_EQ(*parsed->getAsObject()->getNumber("wall_seconds"), 2.0);
+  EXPECT_EQ(*(*rows)[0].getAsObject()->getNumber("flop_per_call"), 4e8);
+  EXPECT_EQ(*(*rows)[0].getAsObject()->getNumber("bytes_per_call"), 1e8);
 
   auto csv = formatProfile(p, "csv");
   ASSERT_TRUE(static_cast<bool>(csv));
@@ -214,7 +216,8 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   auto md = formatProfile(p, "md");
   ASSERT_TRUE(static_cast<bool>(md));
   EXPECT_NE(md->find("| 50.0% | 1.0000 | 10 | 100000.0 | decode_step | "
-                     "tfm.linear |"),
+                     "tfm.linear | decoder_layers.0.<b> | relu, weight 64x32 "
+                     "f32, \"quoted\" | 400.00 | 100.00 | 4.00 | 1.00 | 10% |"),
             std::string::npos)
       << *md;
   EXPECT_NE(md->find("cpu: test"), std::string::npos);

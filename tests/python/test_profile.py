@@ -70,6 +70,9 @@ def test_profiled_translation_and_rows(lines, kernels):
 
     as_json = json.loads(profiled.profile_text("json"))
     assert len(as_json["rows"]) == len(p["rows"])
+    for r in as_json["rows"]:
+        if r["calls"]:
+            assert r["flop_per_call"] == pytest.approx(r["flop"] / r["calls"])
     assert profiled.profile_text("csv").count("\n") == len(p["rows"]) + 1
     ET.fromstring(profiled.profile_text("svg"))
     with pytest.raises(ValueError):
