@@ -1,0 +1,245 @@
+//===- LinearLowering.cpp - dense layers ----------------------------------===//
+//
+// tfm.linear as vectorisable row loops (float32, float16 and int8 weights)
+// or, with library calls, as a call of the runtime's tfm_rt_linear.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/TfmToLoops/OpLowering.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::loops;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
+  switch (act) {
+  case Activation::none:
+    return v;
+  case Activation::relu:
+    return k.max(v, k.f32(0.0));
+  case Activation::gelu: {
+    // Exact form: 0.5 * x * (1 + erf(x / sqrt(2))).
+    Value erf = k.builder().create<math::ErfOp>(
+        k.location(), k.mul(v, k.f32(0.70710678118654752440)));
+    return k.mul(k.mul(k.f32(0.5), v), k.add(k.f32(1.0), erf));
+  }
+  case Activation::silu: {
+    // x * sigmoid(x) = x / (1 + exp(-x)).
+    Value e = k.builder().create<math::ExpOp>(k.location(),
+                                              k.sub(k.f32(0.0), v));
+    return k.div(v, k.add(k.f32(1.0), e));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+/// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias). An
+/// f16 weight is widened to float32 as it is loaded (F16C on the host).
+static void callFloatLinearKernel(ConversionPatternRewriter &rewriter,
+                                  Operation *op, Activation act, Value x,
+                                  Value w, Value bias, Value out) {
+  std::string base = ("linear_" + stringifyActivation(act)).str();
+  callKernel(rewriter, op, base, {x, w, bias, out},
+             [&](KernelBuilder &k, ValueRange a) {
+               Value in = a[0], weight = a[1], b = a[2], result = a[3];
+               Value zero = k.index(0);
+               Value inFeatures = k.dim(weight, 1);
+               auto loadWeight = [&](Value n, Value i) -> Value {
+                 Value v = k.load(weight, {n, i});
+                 if (!v.getType().isF32())
+                   v = k.builder().create<arith::ExtFOp>(
+                       k.location(), k.builder().getF32Type(), v);
+                 return v;
+               };
+               k.forEachRow(in, [&](Value r, Value t) {
+                 k.loop(zero, k.dim(weight, 0), [&](Value n) {
+                   Value dot =
+                       k.reduce(zero, inFeatures, {k.f32(0.0)},
+                                [&](Value i, ValueRange acc) {
+                                  Value p = k.mul(k.load(in, {r, t, i}),
+                                                  loadWeight(n, i));
+                                  return SmallVector<Value>{k.add(acc[0], p)};
+                                })[0];
+                   Value v = k.add(dot, k.load(b, {n}));
+                   k.store(applyActivation(k, act, v), result, {r, t, n});
+                 });
+               });
+             });
+}
+
+/// Calls the loop kernel of an int8 linear layer. Each input row is
+/// quantized symmetrically to [-kActivationLevels, kActivationLevels]
+/// (scale = max|x| / levels, round half to even) into a stack row, the dot
+/// products with the i8 weight rows accumulate in int32 (sign-extended
+/// multiplies, which LLVM turns into vpmaddwd), and
+/// out = act(acc · (x scale · w scale[n]) + bias[n]). The runtime's library
+/// kernel (tfm_rt_linear_i8) quantizes the same way, so both paths compute
+/// the same integers.
+static void callQuantizedLinearKernel(ConversionPatternRewriter &rewriter,
+                                      Operation *op, Activation act, Value x,
+                                      Value w, Value scale, Value bias,
+                                      Value out) {
+  std::string base = ("linear_q_" + stringifyActivation(act)).str();
+  int64_t inFeatures = cast<MemRefType>(w.getType()).getDimSize(1);
+  callKernel(
+      rewriter, op, base, {x, w, scale, bias, out},
+      [&](KernelBuilder &k, ValueRange a) {
+        Value in = a[0], weight = a[1], wScale = a[2], b = a[3],
+              result = a[4];
+        OpBuilder &ob = k.builder();
+        Location loc = k.location();
+        Type i8 = ob.getI8Type(), i32 = ob.getI32Type();
+        Value zero = k.index(0);
+        Value width = k.dim(weight, 1);
+        Value levels = k.f32(kActivationLevels);
+        Value row = ob.create<memref::AllocaOp>(
+            loc, MemRefType::get({inFeatures}, i8), ob.getI64IntegerAttr(64));
+        k.forEachRow(in, [&](Value r, Value t) {
+          Value amax = k.reduce(zero, width, {k.f32(0.0)},
+                                [&](Value i, ValueRange acc) {
+                                  Value v = ob.create<math::AbsFOp>(
+                                      loc, k.load(in, {r, t, i}));
+                                  return SmallVector<Value>{k.max(acc[0], v)};
+                                })[0];
+          Value any = ob.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT,
+                                               amax, k.f32(0.0));
+          Value inv = ob.create<arith::SelectOp>(loc, any, k.div(levels, amax),
+                                                 k.f32(0.0));
+          Value xScale = k.div(amax, levels);
+          k.loop(zero, width, [&](Value i) {
+            Value v = ob.create<math::RoundEvenOp>(
+                loc, k.mul(k.load(in, {r, t, i}), inv));
+            k.store(ob.create<arith::FPToSIOp>(loc, i8, v), row, {i});
+          });
+          k.loop(zero, k.dim(weight, 0), [&](Value n) {
+            Value zeroI32 =
+                ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0));
+            Value acc =
+                k.reduce(zero, width, {zeroI32}, [&](Value i, ValueRange s) {
+                  Value xq =
+                      ob.create<arith::ExtSIOp>(loc, i32, k.load(row, {i}));
+                  Value wq = ob.create<arith::ExtSIOp>(
+                      loc, i32, k.load(weight, {n, i}));
+                  Value p = ob.create<arith::MulIOp>(loc, xq, wq);
+                  return SmallVector<Value>{
+                      ob.create<arith::AddIOp>(loc, s[0], p)};
+                })[0];
+            Value dequantize = k.mul(xScale, k.load(wScale, {n}));
+            Value accF = ob.create<arith::SIToFPOp>(loc, ob.getF32Type(), acc);
+            Value v = k.add(k.mul(accF, dequantize), k.load(b, {n}));
+            k.store(applyActivation(k, act, v), result, {r, t, n});
+          });
+        });
+      });
+}
+
+/// The loop kernel for any weight type of tfm.linear.
+static void callLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                             Activation act, Value x, Value w, Value scale,
+                             Value bias, Value out) {
+  if (scale)
+    callQuantizedLinearKernel(rewriter, op, act, x, w, scale, bias, out);
+  else
+    callFloatLinearKernel(rewriter, op, act, x, w, bias, out);
+}
+
+struct LinearLowering : public TfmLowering<LinearOp> {
+  using TfmLowering::TfmLowering;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder caller(rewriter, op.getLoc());
+    Value out = allocRows(caller, resultType(op), adaptor.getInput());
+    callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+                     adaptor.getWeight(), adaptor.getScale(),
+                     adaptor.getBias(), out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// tfm.linear -> call @tfm_rt_linear(x, w, b, y, activation), operands
+/// cast to fully dynamic memrefs so one declaration serves every shape.
+/// Below `minRows` rows (batch x sequence) the layer is a matrix-vector
+/// product bound by streaming the weights, where the loop kernel is faster
+/// than the library call: both are emitted, chosen by the row count at run
+/// time.
+struct LinearToLibraryCall : public TfmLowering<LinearOp> {
+  LinearToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                      int64_t minRows)
+      : TfmLowering(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+  int64_t minRows;
+
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = allocRows(k, resultType(op), adaptor.getInput());
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (minRows > 1) {
+      Value rows = k.mulIndex(k.dim(adaptor.getInput(), 0),
+                              k.dim(adaptor.getInput(), 1));
+      Value few = rewriter.create<arith::CmpIOp>(
+          op.getLoc(), arith::CmpIPredicate::ult, rows, k.index(minRows));
+      auto choice = rewriter.create<scf::IfOp>(op.getLoc(), few,
+                                               /*withElseRegion=*/true);
+      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+      callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+                       adaptor.getWeight(), adaptor.getScale(),
+                       adaptor.getBias(), out);
+      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+    }
+    auto dynamic = [&](Value v) -> Value {
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+      return rewriter.create<memref::CastOp>(
+          op.getLoc(), MemRefType::get(shape, type.getElementType()), v);
+    };
+    // One runtime kernel per weight type: float32, f16 (widened per call),
+    // i8 (+ the scale after the weight).
+    Type element = op.getWeight().getType().getElementType();
+    StringRef kernel = element.isF16()        ? kLinearF16Kernel
+                       : element.isInteger(8) ? kLinearI8Kernel
+                                              : kLinearKernel;
+    SmallVector<Value> args{dynamic(adaptor.getInput()),
+                            dynamic(adaptor.getWeight())};
+    if (adaptor.getScale())
+      args.push_back(dynamic(adaptor.getScale()));
+    args.append({dynamic(adaptor.getBias()), dynamic(out)});
+    args.push_back(rewriter.create<arith::ConstantOp>(
+        op.getLoc(),
+        rewriter.getI32IntegerAttr(static_cast<int32_t>(op.getActivation()))));
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(kernel);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToEnd(module.getBody());
+      callee = rewriter.create<func::FuncOp>(
+          op.getLoc(), kernel,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    rewriter.create<func::CallOp>(op.getLoc(), callee, args);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::loops::populateLinearLowerings(TypeConverter &converter,
+                                               RewritePatternSet &patterns) {
+  patterns.add<LinearLowering>(converter, patterns.getContext());
+}
+
+void mlir::tfm::loops::populateLinearLibraryCallLowerings(
+    TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
+  patterns.add<LinearToLibraryCall>(converter, patterns.getContext(), minRows);
+}

@@ -1,0 +1,63 @@
+//===- OpLowering.h - shared by the op lowerings ----------------*- C++ -*-===//
+//
+// Internal to compiler/Conversion/TfmToLoops: the base of the op lowering
+// patterns, kernel functions created once per distinct signature, and the
+// populate functions of the per-concept files (embeddings, linear layers,
+// row ops, attention) that TfmToLoops.cpp gathers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMPILER_CONVERSION_TFMTOLOOPS_OPLOWERING_H
+#define COMPILER_CONVERSION_TFMTOLOOPS_OPLOWERING_H
+
+#include "compiler/Conversion/TfmToLoops/KernelBuilder.h"
+#include "dialects/tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <string>
+
+namespace mlir::tfm::loops {
+
+/// Base for the op lowerings: gives the converted result type.
+template <typename Op> struct TfmLowering : public OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+
+  MemRefType resultType(Op op) const {
+    return cast<MemRefType>(
+        this->getTypeConverter()->convertType(op->getResult(0).getType()));
+  }
+};
+
+/// Allocates a [B, T, N] buffer whose batch and sequence extents are those
+/// of `like`.
+Value allocRows(KernelBuilder &k, MemRefType type, Value like);
+
+/// A readable, unique kernel name: the op, its attributes and the operand
+/// shapes ("D" for a dynamic extent), e.g. tfm_linear_relu.DxDx64.128x64.128.
+std::string kernelName(StringRef base, TypeRange types);
+
+/// Calls the kernel `base` specialised for the types of `args`, creating it
+/// on first use with `body` (given the kernel's arguments). Each distinct
+/// kernel is compiled once however many layers use it, which keeps JIT time
+/// independent of the model's depth.
+void callKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                StringRef base, ValueRange operands,
+                function_ref<void(KernelBuilder &, ValueRange)> body);
+
+/// The patterns of each concept's file.
+void populateEmbeddingLowerings(TypeConverter &converter,
+                                RewritePatternSet &patterns);
+void populateLinearLowerings(TypeConverter &converter,
+                             RewritePatternSet &patterns);
+void populateLinearLibraryCallLowerings(TypeConverter &converter,
+                                        RewritePatternSet &patterns,
+                                        int64_t minRows);
+void populateRowOpLowerings(TypeConverter &converter,
+                            RewritePatternSet &patterns);
+void populateAttentionLowerings(TypeConverter &converter,
+                                RewritePatternSet &patterns);
+
+} // namespace mlir::tfm::loops
+
+#endif // COMPILER_CONVERSION_TFMTOLOOPS_OPLOWERING_H
