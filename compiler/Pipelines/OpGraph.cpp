@@ -76,9 +76,7 @@ Description describe(Operation *op,
     Type w = linear.getWeight().getType();
     d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w) +
                       (linear.getScale() ? " (per-row scales)" : ""));
-    int64_t slices = llvm::count_if(linear->getUsers(), [](Operation *user) {
-      return isa<SliceOp>(user);
-    });
+    int64_t slices = mergedProjectionCount(linear);
     if (slices > 1)
       d.fused = "merged projections (" + std::to_string(slices) + ")";
     if (linear.getActivation() != Activation::none)

@@ -11,6 +11,7 @@
 #include "compiler/JIT/CompileCache.h"
 #include "compiler/JIT/JitModule.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "dialects/tfm/Transforms/Passes.h"
 #include "frontends/importer/Importer.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/ProfileProbes.h"
@@ -348,7 +349,8 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
       return args.takeError();
     functions.push_back({name, std::move(*args), nullptr});
   }
-  if (auto table = (*module)->getAttrOfType<mlir::ArrayAttr>("tfm.profile"))
+  if (auto table = (*module)->getAttrOfType<mlir::ArrayAttr>(
+          mlir::tfm::kProfileTableAttr))
     for (mlir::Attribute entry : table) {
       auto dict = mlir::cast<mlir::DictionaryAttr>(entry);
       auto text = [&](llvm::StringRef key) {

@@ -188,9 +188,6 @@ public:
         splitSentences != "auto")
       return fail("--split-sentences: expected on, off or auto, got '" +
                   splitSentences + "'");
-    if (profileOutput)
-      if (llvm::Error e = profileOutput->open())
-        return fail(std::move(e));
     if (splitSentences == "on" && (ids || scores || nBest > 0))
       return fail("--split-sentences on gives one translation of text a "
                   "line: it cannot go with --ids, --scores or --n-best");
@@ -236,6 +233,11 @@ public:
         return fail("--shard needs the input as a regular file (-i FILE): "
                     "its lines are counted to cut the shards");
     }
+    // Opening truncates the profile's files: only once the options and
+    // paths above are known good, and before anything is compiled.
+    if (profileOutput)
+      if (llvm::Error e = profileOutput->open())
+        return fail(std::move(e));
     // Loading goes through the public API (include/tfmc/Translator.h), with
     // the options every user of it has.
     tfmc::LoadOptions load;

@@ -286,6 +286,11 @@ LogicalResult CacheWriteOp::verify() {
 #define GET_OP_CLASSES
 #include "dialects/tfm/IR/TfmOps.cpp.inc"
 
+int64_t mlir::tfm::mergedProjectionCount(LinearOp linear) {
+  return llvm::count_if(linear->getUsers(),
+                        [](Operation *user) { return isa<SliceOp>(user); });
+}
+
 std::string mlir::tfm::modelNameOf(Operation *op) {
   Location loc = op->getLoc();
   if (auto fused = dyn_cast<FusedLoc>(loc))

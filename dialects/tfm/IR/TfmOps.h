@@ -20,6 +20,10 @@ namespace mlir::tfm {
 /// fused location), e.g. "decoder_layers.0.self_attention"; "" when none.
 std::string modelNameOf(Operation *op);
 
+/// How many projections a merged linear holds (tfm-merge-projections slices
+/// its result once per part); 0 or 1 for a plain one.
+int64_t mergedProjectionCount(LinearOp linear);
+
 } // namespace mlir::tfm
 
 #endif // DIALECTS_TFM_IR_TFMOPS_H

@@ -104,9 +104,7 @@ std::string detailOf(Operation *op) {
   llvm::raw_string_ostream os(out);
   if (auto linear = dyn_cast<LinearOp>(op)) {
     auto w = cast<ShapedType>(linear.getWeight().getType());
-    int64_t parts = llvm::count_if(linear->getUsers(), [](Operation *user) {
-      return isa<SliceOp>(user);
-    });
+    int64_t parts = mergedProjectionCount(linear);
     if (parts > 1)
       os << "merged projections (" << parts << "), ";
     os << stringifyActivation(linear.getActivation()) << ", weight "
@@ -222,7 +220,7 @@ struct TfmInstrumentProfilePass
                                          b.getFunctionType(types, {}));
       decl.setPrivate();
     }
-    module->setAttr("tfm.profile", b.getArrayAttr(table));
+    module->setAttr(kProfileTableAttr, b.getArrayAttr(table));
   }
 };
 

@@ -10,6 +10,9 @@
 
 namespace mlir::tfm {
 
+/// The module attribute tfm-instrument-profile writes its op table to.
+constexpr llvm::StringLiteral kProfileTableAttr = "tfm.profile";
+
 #define GEN_PASS_DECL
 #include "dialects/tfm/Transforms/Passes.h.inc"
 
