@@ -166,16 +166,22 @@ def main():
     p.add_argument("--compute-types", default="float32,float16,int8",
                    help="tfmc --compute-type values of the greedy rows (float32 first: "
                         "the others are reported relative to it)")
+    p.add_argument("--tgt-vocab", type=int, default=0,
+                   help="the base model with this target vocabulary instead of 8000 "
+                        "(e.g. 65001, OPUS-MT's: the output projection dominates)")
     args = p.parse_args()
 
     tfmc = os.path.join(ROOT, "build", "bin", "tfmc")
     machine = os.path.join(ROOT, "build", "bin", "tfmc-bench-machine")
-    model_dir = os.path.join(args.work, "base")
+    model_dir = os.path.join(args.work, f"base-v{args.tgt_vocab}" if args.tgt_vocab else "base")
     if not os.path.exists(os.path.join(model_dir, "model.json")):
         subprocess.run([PY, os.path.join(ROOT, "tests", "reference", "make_model.py"),
-                        "--preset", "base", "--seed", "1", "--out", model_dir], check=True)
+                        "--preset", "base", "--seed", "1", "--out", model_dir]
+                       + (["--tgt-vocab", str(args.tgt_vocab)] if args.tgt_vocab else []),
+                       check=True)
     arch = json.load(open(os.path.join(model_dir, "model.json")))["architecture"]
-    vocab = 8000
+    vocab = 8000  # source ids
+    tgt_vocab = args.tgt_vocab or vocab
     rng = random.Random(7)
     src = os.path.join(args.work, "src.ids")
     with open(src, "w") as f:
@@ -186,8 +192,8 @@ def main():
     for t in sorted({int(x) for x in args.threads.split(",")}):
         if os.path.exists(machine):
             limits[t] = json.loads(run([machine, "--threads", str(t)])[0])
-    fpt = flops_per_token(arch, args.src_len, args.steps, vocab)
-    wbytes = weight_bytes_per_step(arch, vocab)
+    fpt = flops_per_token(arch, args.src_len, args.steps, tgt_vocab)
+    wbytes = weight_bytes_per_step(arch, tgt_vocab)
 
     rows = []
     for threads in [int(x) for x in args.threads.split(",")]:
@@ -230,7 +236,7 @@ def main():
                       + (f", pytorch {row['torch']:.1f} tok/s" if "torch" in row else ""),
                       file=sys.stderr)
 
-    print(f"\nbase model, {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
+    print(f"\nbase model (target vocabulary {tgt_vocab}), {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
           f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
           f"(batch 1)\n")
     print(cpu_summary())

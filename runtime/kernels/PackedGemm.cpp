@@ -170,7 +170,7 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
   // multiple of 16 goes through a scratch row block.
-  alignas(32) float scratch[6 * kPanel];
+  alignas(32) float scratch[kNarrowTileRows * kPanel];
   alignas(32) float biasTail[kPanel] = {};
   for (int64_t p = firstPanel; p < endPanel; ++p) {
     const void *panel = Half ? static_cast<const void *>(w.f16.data() +
@@ -360,7 +360,8 @@ void packed::linear(const float *x, int64_t m, const PackedWeight &w,
   // body names the caller's plan through a reference (a thread_local named
   // in it would be each worker's own).
   thread_local RowTiles callerPlan;
-  planRowTiles(x, m, w.k, skipZeros, callerPlan);
+  planRowTiles(x, m, w.k, skipZeros, callerPlan,
+               wide ? kWideTileRows : kNarrowTileRows);
   const RowTiles &plan = callerPlan;
   forPanelShares(panelCount(n), threads, [&](int64_t first, int64_t end) {
     if (wide)

@@ -1,9 +1,9 @@
 //===- PackedGemmAvx512.cpp - the packed-panel kernels on AVX-512 ---------===//
 //
 // The same panels as the AVX2 kernels (PackedGemm.h), one 16-column panel
-// row per zmm register. A tile is up to 6 rows × 32 columns (two adjacent
-// panels): 12 accumulators, 2 weight loads and 6 broadcasts per k, so the
-// two FMA ports rather than the loads set the pace. Every output is still
+// row per zmm register. A tile is up to 8 rows × 32 columns (two adjacent
+// panels): 16 accumulators, 2 weight loads and 8 broadcasts per k, so the
+// FMA units rather than the loads set the pace (kWideTileRows). Every output is still
 // bias + Σk x·w accumulated in k order with one FMA per k, the AVX2
 // kernels' order, so both give bit-identical results. int8 panels use
 // vpdpbusd (AVX-512 VNNI): four u8×s8 products summed into int32 at once,
@@ -46,8 +46,8 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
-/// or (Sparse) the listed `steps`. The first row tile of a panel pair
-/// (Prefetch) prefetches the pair after it at the same pace.
+/// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
+/// pair after it at the same pace.
 template <int Rows, int Panels, bool Half, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
@@ -102,6 +102,10 @@ TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
+  case 8:
+    tileSteps<8, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+                                         bias, out, ldy);
+    break;
   case 6:
     tileSteps<6, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
@@ -131,7 +135,7 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
                          : reinterpret_cast<const char *>(w.f32.data());
   // The last panel of a width that is not a multiple of 16 goes alone,
   // through a scratch block.
-  alignas(64) float scratch[6 * kPanel];
+  alignas(64) float scratch[kWideTileRows * kPanel];
   alignas(64) float biasTail[kPanel] = {};
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
@@ -145,12 +149,10 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
     for (const RowTile &t : plan.tiles) {
       const float *xr = x + t.row * k;
       if (pair) {
+        // Every row tile prefetches the next pair (the later tiles' requests
+        // are mostly hits, but dropping them cost 4-10% at 16 and 64 rows).
         float *out = y + t.row * n + col;
-        if (t.row == 0)
-          tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out, n);
-        else
-          tileRows<2, Half, false>(plan, t, xr, k, panel, panelBytes, b, out,
-                                   n);
+        tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out, n);
       } else {
         bool full = width == kPanel;
         float *out = full ? y + t.row * n + col : scratch;
@@ -198,6 +200,9 @@ TFMC_AVX512_VNNI inline void
 tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
              int64_t panelBytes, int64_t groups, int32_t *out, int64_t ldy) {
   switch (rows) {
+  case 8:
+    tileInt8<8, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    break;
   case 6:
     tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
     break;
@@ -229,14 +234,17 @@ void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
                                   int64_t firstPanel, int64_t np) {
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   const int64_t panelBytes = kPanel * kp;
-  alignas(64) int32_t scratch[6 * kPanel];
+  alignas(64) int32_t scratch[kWideTileRows * kPanel];
   for (int64_t p = firstPanel; p < np;) {
     const int8_t *panel = w.i8.data() + p * panelBytes;
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
     bool full = width == kPanel;
     for (int64_t r = 0; r < m;) {
-      int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      int rows = m - r >= kWideTileRows ? kWideTileRows
+                 : m - r >= 4       ? 4
+                 : m - r >= 2       ? 2
+                                    : 1;
       const uint8_t *xr = xq + r * kp;
       if (pair) {
         tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups,

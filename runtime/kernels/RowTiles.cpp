@@ -55,10 +55,13 @@ __attribute__((target("avx2"))) bool firstRowHasZeros(const float *x,
 } // namespace
 
 void packed::planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
-                          RowTiles &plan) {
+                          RowTiles &plan, int maxRows) {
   plan.tiles.clear();
   for (int64_t r = 0; r < m;) {
-    int rows = m - r >= 6 ? 6 : m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+    int rows = m - r >= maxRows ? maxRows
+               : m - r >= 4     ? 4
+               : m - r >= 2     ? 2
+                                : 1;
     plan.tiles.push_back({r, rows, 0, -1});
     r += rows;
   }

@@ -1,7 +1,8 @@
 //===- RowTiles.h - row tiles of a packed layer, their k steps -*- C++ -*-===//
 //
-// The packed float kernels compute the rows of a layer in tiles of 6, 4, 2
-// or 1 rows (6 while six are left). At a k step where every row of a tile
+// The packed float kernels compute the rows of a layer in tiles of up to
+// 6 (AVX2) or 8 (AVX-512) rows while that many are left, then 4, 2 or 1.
+// At a k step where every row of a tile
 // has a zero input, each of the tile's accumulators would only add 0 · w:
 // the kernels skip such steps. Inputs that come out of a ReLU are mostly
 // zeros (the bundled model's feed-forward layers: 4% of the hidden values
@@ -55,7 +56,8 @@ struct RowTiles {
 /// steps.
 bool worthSkipping(const float *x, int64_t m, int64_t k);
 
-/// Splits `m` rows of x ([m, k], row-major) into tiles and, with
+/// Splits `m` rows of x ([m, k], row-major) into tiles of `maxRows` (the
+/// kernel's widest, 6 or 8) while that many are left, then 4, 2, 1, and, with
 /// `skipZeros`, lists each tile's steps at which some row is non-zero.
 /// Where there is little to skip the scan itself would cost more than it
 /// saves, so a layer whose first row is less than a sixteenth zeros keeps
@@ -63,7 +65,7 @@ bool worthSkipping(const float *x, int64_t m, int64_t k);
 /// keeps all of them, as do the tiles after it. Reuses the storage of
 /// `plan`.
 void planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
-                  RowTiles &plan);
+                  RowTiles &plan, int maxRows);
 
 } // namespace tfmc::runtime::packed
 

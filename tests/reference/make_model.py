@@ -30,9 +30,15 @@ def main():
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--lines", type=int, default=32, help="lines in DIR/src.ids")
     p.add_argument("--max-src-len", type=int, default=40, help="longest source line (ids)")
+    p.add_argument("--tgt-vocab", type=int, default=0,
+                   help="target vocabulary size instead of the preset's (e.g. 65001, OPUS-MT's)")
     args = p.parse_args()
 
     arch, src_v, tgt_v = PRESETS[args.preset]
+    if args.tgt_vocab:
+        if args.tgt_vocab < 4:
+            p.error("--tgt-vocab must hold the four special tokens")
+        tgt_v = args.tgt_vocab
     torch.manual_seed(args.seed)
     # Unit gains keep a random 12-layer model well conditioned: its float32
     # and float64 logits agree to ~1e-5, so tfmc can be checked to 1e-4.

@@ -30,18 +30,30 @@ TEST(RowTiles, SixRowsWhileSixAreLeftThenFourTwoOne) {
   SKIP_WITHOUT_AVX2();
   RowTiles plan;
   std::vector<float> x(13 * 4, 1.0f);
-  planRowTiles(x.data(), 13, 4, true, plan);
+  planRowTiles(x.data(), 13, 4, true, plan, kNarrowTileRows);
   std::vector<std::pair<int64_t, int>> got;
   for (const RowTile &t : plan.tiles)
     got.push_back({t.row, t.rows});
   EXPECT_EQ(got,
             (std::vector<std::pair<int64_t, int>>{{0, 6}, {6, 6}, {12, 1}}));
-  planRowTiles(x.data(), 7, 4, true, plan);
+  planRowTiles(x.data(), 7, 4, true, plan, kNarrowTileRows);
   ASSERT_EQ(plan.tiles.size(), 2u);
   EXPECT_EQ(plan.tiles[1].rows, 1);
-  planRowTiles(x.data(), 5, 4, true, plan);
+  planRowTiles(x.data(), 5, 4, true, plan, kNarrowTileRows);
   ASSERT_EQ(plan.tiles.size(), 2u);
   EXPECT_EQ(plan.tiles[0].rows, 4);
+}
+
+TEST(RowTiles, EightRowTilesForTheWideKernels) {
+  SKIP_WITHOUT_AVX2();
+  RowTiles plan;
+  std::vector<float> x(23 * 4, 1.0f);
+  planRowTiles(x.data(), 23, 4, true, plan, kWideTileRows);
+  std::vector<std::pair<int64_t, int>> got;
+  for (const RowTile &t : plan.tiles)
+    got.push_back({t.row, t.rows});
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, int>>{
+                     {0, 8}, {8, 8}, {16, 4}, {20, 2}, {22, 1}}));
 }
 
 /// A tile keeps exactly the steps where one of its rows is non-zero (NaN
@@ -58,7 +70,7 @@ TEST(RowTiles, TilesKeepTheStepsWhereARowIsNonZero) {
   x[6 * k + 0] = 1e-30f;
   x[7 * k + 35] = INFINITY;
   RowTiles plan;
-  planRowTiles(x.data(), m, k, true, plan);
+  planRowTiles(x.data(), m, k, true, plan, kNarrowTileRows);
   ASSERT_EQ(plan.tiles.size(), 2u);
   EXPECT_EQ(stepsOf(plan, plan.tiles[0], k),
             (std::vector<int32_t>{3, 9, 17, 36}));
@@ -70,7 +82,7 @@ TEST(RowTiles, AllZeroTileKeepsNoStep) {
   const int64_t k = 16;
   std::vector<float> x(6 * k, 0.0f);
   RowTiles plan;
-  planRowTiles(x.data(), 6, k, true, plan);
+  planRowTiles(x.data(), 6, k, true, plan, kNarrowTileRows);
   ASSERT_EQ(plan.tiles.size(), 1u);
   EXPECT_EQ(plan.tiles[0].count, 0);
 }
@@ -82,7 +94,7 @@ TEST(RowTiles, DenseRowsKeepEveryStep) {
   RowTiles plan;
   // No zero at all (a layer norm's output).
   std::vector<float> dense(12 * k, 0.5f);
-  planRowTiles(dense.data(), 12, k, true, plan);
+  planRowTiles(dense.data(), 12, k, true, plan, kNarrowTileRows);
   for (const RowTile &t : plan.tiles)
     EXPECT_LT(t.count, 0);
   // Mostly zeros, but the first tile keeps more than 7/8 of its steps: it
@@ -91,7 +103,7 @@ TEST(RowTiles, DenseRowsKeepEveryStep) {
   for (int64_t c = 0; c < k - 4; ++c)
     x[(c % 6) * k + c] = 1.0f;
   x[6 * k + 1] = 1.0f;
-  planRowTiles(x.data(), 12, k, true, plan);
+  planRowTiles(x.data(), 12, k, true, plan, kNarrowTileRows);
   ASSERT_EQ(plan.tiles.size(), 2u);
   EXPECT_LT(plan.tiles[0].count, 0);
   EXPECT_LT(plan.tiles[1].count, 0);
@@ -99,13 +111,13 @@ TEST(RowTiles, DenseRowsKeepEveryStep) {
   std::fill(x.begin(), x.end(), 0.0f);
   for (int64_t c = 0; c < k - k / 8; ++c)
     x[(c % 6) * k + c] = 1.0f;
-  planRowTiles(x.data(), 6, k, true, plan);
+  planRowTiles(x.data(), 6, k, true, plan, kNarrowTileRows);
   EXPECT_EQ(plan.tiles[0].count, k - k / 8);
   // Not asked to skip.
-  planRowTiles(x.data(), 6, k, false, plan);
+  planRowTiles(x.data(), 6, k, false, plan, kNarrowTileRows);
   EXPECT_LT(plan.tiles[0].count, 0);
   // No rows.
-  planRowTiles(nullptr, 0, k, true, plan);
+  planRowTiles(nullptr, 0, k, true, plan, kNarrowTileRows);
   EXPECT_TRUE(plan.tiles.empty());
 }
 
