@@ -94,14 +94,16 @@ def main():
 
     # Plain and profiled runs alternate, so that load from elsewhere on a
     # shared machine falls on both alike.
-    plain = {"encode": [], "decode_step": []}
+    # Greedy steps run decode_greedy (the projection fused with the choice).
+    STEP = "decode_greedy"
+    plain = {"encode": [], STEP: []}
     profiles = []
     prof = os.path.join(args.work, "profile.json")
     for _ in range(args.repeats):
         _, err = run([TFMC, "translate"] + common + ["-o", "/dev/null", "--stats"])
         m = re.search(r"encode ([\d.]+) s, decode [\d.]+ s \(model steps ([\d.]+) s", err)
         plain["encode"].append(float(m.group(1)))
-        plain["decode_step"].append(float(m.group(2)))
+        plain[STEP].append(float(m.group(2)))
         run([TFMC, "profile"] + common + ["-o", "/dev/null", "--profile-format", "json",
                                           "--profile-output", prof])
         profiles.append(json.load(open(prof)))
@@ -115,7 +117,7 @@ def main():
     print("| function | plain variant s (median) | profiled: ops summed s | ratio | "
           "profiled: function s |")
     print("|---|---:|---:|---:|---:|")
-    for f in ("encode", "decode_step"):
+    for f in ("encode", STEP):
         sums = [sum(r["seconds"] for r in q["rows"]
                     if r["category"] == "op" and r["function"] == f) for q in profiles]
         whole = [next(x["seconds"] for x in q["functions"] if x["name"] == f) for q in profiles]
@@ -132,12 +134,12 @@ def main():
     # Linear layers per weight shape: the profile's rate against the kernel
     # benchmark's at the same rows.
     dims = f"{arch['d_model']},{arch['d_ff']},{tgt_vocab}"
-    bench = {"decode_step": linear_table(args.batch, dims),
+    bench = {STEP: linear_table(args.batch, dims),
              "encode": linear_table(args.batch * args.src_len, dims)}
     print("| function | weight (N x K) | rows | layers | profile GFLOP/s (all runs) | "
           "tfmc-bench-linear GFLOP/s | profile / bench |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for f, rows in (("encode", args.batch * args.src_len), ("decode_step", args.batch)):
+    for f, rows in (("encode", args.batch * args.src_len), (STEP, args.batch)):
         shapes = {}
         for q in profiles:
             for r in q["rows"]:

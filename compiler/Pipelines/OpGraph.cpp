@@ -86,6 +86,12 @@ Description describe(Operation *op,
     if (std::string name = weightName(linear.getWeight()); !name.empty())
       for (llvm::StringRef part : llvm::split(name, '|'))
         d.lines.push_back(part.str());
+  } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
+    Type w = argmax.getWeight().getType();
+    d.fused = "projection + greedy choice (no logits stored)";
+    d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w));
+    if (std::string name = weightName(argmax.getWeight()); !name.empty())
+      d.lines.push_back(name);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     d.fused = "scores + " +
               stringifyMaskKind(attention.getMaskKind()).str() +

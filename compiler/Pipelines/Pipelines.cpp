@@ -69,6 +69,8 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
     // Keys/values in float16 halve what attention reads per decoder step.
     pm.addPass(createTfmHalfCaches());
   }
+  // Last: decode_greedy copies decode_step as it will be compiled.
+  pm.addPass(createTfmGreedyHead());
 }
 
 void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,

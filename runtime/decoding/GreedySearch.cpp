@@ -133,23 +133,43 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
   }
   bool guards = guardsActive(options);
   std::vector<float> guarded;
+  // Without guards only each row's choice is needed: a decoder that can
+  // make it inside the step (decode_greedy) never writes the logits.
+  bool fused = !guards && decoder.hasGreedyStep();
+  std::vector<int32_t> allowEos;
 
   for (int64_t step = 0; step < longest && !slotRow.empty(); ++step) {
-    const float *logits = decoder.step(tokens);
+    const float *logits = nullptr;
+    const int32_t *chosen = nullptr;
+    if (fused) {
+      allowEos.resize(slotRow.size());
+      for (size_t i = 0; i < slotRow.size(); ++i)
+        allowEos[i] = static_cast<int64_t>(outputs[slotRow[i]].size()) >=
+                      options.minLength;
+      chosen = decoder.greedyStep(tokens, allowEos);
+    } else {
+      logits = decoder.step(tokens);
+    }
     std::vector<bool> finished(slotRow.size(), false);
     bool anyFinished = false;
     for (size_t i = 0; i < slotRow.size(); ++i) {
       std::vector<int32_t> &out = outputs[slotRow[i]];
-      bool allowEos = static_cast<int64_t>(out.size()) >= options.minLength;
-      const float *row = logits + i * vocab;
-      std::vector<int32_t> banned;
-      if (guards) {
-        guarded.assign(row, row + vocab);
-        penalizeRepeats(guarded.data(), out, options.repetitionPenalty);
-        banned = repeatedNgramTokens(out, options.noRepeatNgramSize);
-        row = guarded.data();
+      int32_t token;
+      if (chosen) {
+        token = chosen[i];
+      } else {
+        bool eosAllowed =
+            static_cast<int64_t>(out.size()) >= options.minLength;
+        const float *row = logits + i * vocab;
+        std::vector<int32_t> banned;
+        if (guards) {
+          guarded.assign(row, row + vocab);
+          penalizeRepeats(guarded.data(), out, options.repetitionPenalty);
+          banned = repeatedNgramTokens(out, options.noRepeatNgramSize);
+          row = guarded.data();
+        }
+        token = bestToken(row, vocab, special, eosAllowed, banned);
       }
-      int32_t token = bestToken(row, vocab, special, allowEos, banned);
       if (token == special.eos || token < 0) {
         finished[i] = true;
       } else {

@@ -25,6 +25,19 @@ public:
   /// Rebuilds the active set: new slot i continues old slot sources[i].
   /// Sources may repeat (beam search) and the set may shrink.
   virtual void reorder(llvm::ArrayRef<int64_t> sources) = 0;
+  /// Feeds one token per active slot, as step() does, and returns each
+  /// slot's greedy choice from the step's logits (bestToken() with no
+  /// banned ids; eos only where allowEos[i] is non-zero) without making
+  /// the logits, valid until the next call; nullptr when this decoder
+  /// cannot (then step() is the way).
+  virtual const int32_t *greedyStep(llvm::ArrayRef<int32_t> tokens,
+                                    llvm::ArrayRef<int32_t> allowEos) {
+    (void)tokens;
+    (void)allowEos;
+    return nullptr;
+  }
+  /// Whether greedyStep() works here.
+  virtual bool hasGreedyStep() const { return false; }
   /// A failure of a step (a kernel error), reported once the search ends;
   /// the search itself always terminates.
   virtual llvm::Error takeError() { return llvm::Error::success(); }

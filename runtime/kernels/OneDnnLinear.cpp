@@ -26,6 +26,7 @@
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
+#include "runtime/kernels/ArgmaxScan.h"
 #include "runtime/kernels/RowTiles.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -281,6 +282,82 @@ public:
     widenHalves(w.aligned + w.offset, wide.data(), n * k);
     MemRefDescriptor<2> w32{wide.data(), wide.data(), 0, {n, k}, {k, 1}};
     linear(x, w32, b, y, activation, /*packable=*/false);
+  }
+
+  /// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
+  /// outputs linear() or linearF16() would give, computed exactly as they
+  /// compute them. Where they run the packed kernels (decoder steps), the
+  /// outputs are made a block of columns at a time in a buffer that stays
+  /// in cache (about 256 KB), so the [m, n] logits are never written;
+  /// otherwise the whole output is made and scanned.
+  template <typename Weight>
+  void linearArgmax(const MemRefDescriptor<3> &x, const Weight &w,
+                    const MemRefDescriptor<1> &b,
+                    const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                    const MemRefDescriptor<1, int32_t> &allow,
+                    const MemRefDescriptor<1, int32_t> &out) {
+    constexpr bool half = sizeof(*w.aligned) == 2;
+    int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+    if (!contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
+        w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
+        allow.sizes[0] != m || out.sizes[0] != m ||
+        (never.sizes[0] > 0 && never.strides[0] != 1) ||
+        (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
+      fail("tfm_rt_linear_argmax: unexpected operand layout");
+      return;
+    }
+    if (m == 0)
+      return;
+    const float *bias = b.aligned + b.offset;
+    thread_local std::vector<ArgmaxScan> scans;
+    scans.assign(m, ArgmaxScan());
+    ScanExclusions excluded;
+    excluded.never = never.aligned + never.offset;
+    excluded.neverCount = never.sizes[0];
+    excluded.eos = eos;
+    const int32_t *allowed = allow.aligned + allow.offset;
+    thread_local std::vector<float> block;
+    auto scanRows = [&](const float *values, int64_t ld, int64_t first,
+                        int64_t count) {
+      for (int64_t r = 0; r < m; ++r) {
+        excluded.allowEos = allowed[r] != 0;
+        scans[r].add(values + r * ld, first, count, excluded);
+      }
+    };
+    if (usePacked(m)) {
+      const packed::PackedWeight &pw = panels(
+          w.aligned + w.offset, n, k, half ? PanelType::F16 : PanelType::F32);
+      // Blocks of whole panel pairs, m x width floats of about 256 KB.
+      int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / m, 256, 8192);
+      width -= width % (2 * packed::kPanel);
+      int64_t blockPanels = width / packed::kPanel;
+      if (block.size() < static_cast<size_t>(m * width))
+        block.resize(m * width);
+      int threads = packedThreads(m, n, k);
+      for (int64_t p = 0; p < packed::panelCount(n); p += blockPanels) {
+        int64_t end = std::min(packed::panelCount(n), p + blockPanels);
+        packed::linearColumns(x.aligned + x.offset, m, pw, bias, block.data(),
+                              width, p, end,
+                              static_cast<int32_t>(KernelActivation::None),
+                              packed::preferredIsa(), threads);
+        int64_t first = p * packed::kPanel;
+        scanRows(block.data(), width, first,
+                 std::min(n, end * packed::kPanel) - first);
+      }
+    } else {
+      if (block.size() < static_cast<size_t>(m * n))
+        block.resize(m * n);
+      MemRefDescriptor<3> y{block.data(), block.data(), 0, {1, m, n},
+                            {m * n, n, 1}};
+      if constexpr (half)
+        linearF16(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
+      else
+        linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
+      scanRows(block.data(), n, 0, n);
+    }
+    int32_t *tokens = out.aligned + out.offset;
+    for (int64_t r = 0; r < m; ++r)
+      tokens[r] = scans[r].best;
   }
 
   void linearI8(const MemRefDescriptor<3> &x,
@@ -618,6 +695,20 @@ extern "C" void _mlir_ciface_tfm_rt_linear_i8(
   OneDnn::get().linearI8(*x, *w, *scale, *b, *y, activation);
 }
 
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2> *w, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  OneDnn::get().linearArgmax(*x, *w, *b, *never, eos, *allow, *out);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax_f16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  OneDnn::get().linearArgmax(*x, *w, *b, *never, eos, *allow, *out);
+}
+
 void tfmc::runtime::releaseKernelWeights(const void *weight) {
   OneDnn::get().release(weight);
 }
@@ -646,5 +737,11 @@ std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   symbols.emplace_back(
       "_mlir_ciface_tfm_rt_linear_i8",
       reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_i8));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_argmax",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_argmax));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_argmax_f16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_argmax_f16));
   return symbols;
 }

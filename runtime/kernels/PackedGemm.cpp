@@ -165,7 +165,8 @@ __attribute__((target("avx2"))) void activate(float *y, int64_t total,
 template <bool Half>
 __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, const RowTiles &plan, const PackedWeight &w,
-    const float *bias, float *y, int64_t firstPanel, int64_t endPanel) {
+    const float *bias, float *y, int64_t ldy, int64_t firstColumn,
+    int64_t firstPanel, int64_t endPanel) {
   const int64_t n = w.n, k = w.k;
   const size_t panelElements = kPanel * k;
   // Tiles write 16 columns: the last panel of a width that is not a
@@ -187,8 +188,9 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
     }
     for (const RowTile &t : plan.tiles) {
       bool full = width == kPanel;
-      float *out = full ? y + t.row * n + col : scratch;
-      int64_t ld = full ? n : kPanel;
+      float *at = y + t.row * ldy + (col - firstColumn);
+      float *out = full ? at : scratch;
+      int64_t ld = full ? ldy : kPanel;
       const float *xr = x + t.row * k;
       if (t.row == 0)
         tileRows<Half, true>(plan, t, xr, k, panel, nextPanel, b, out, ld);
@@ -196,7 +198,7 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
         tileRows<Half, false>(plan, t, xr, k, panel, nextPanel, b, out, ld);
       if (!full)
         for (int i = 0; i < t.rows; ++i)
-          std::memcpy(y + (t.row + i) * n + col, scratch + i * kPanel,
+          std::memcpy(at + i * ldy, scratch + i * kPanel,
                       width * sizeof(float));
     }
   }
@@ -354,8 +356,17 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
                     const float *bias, float *y, int32_t activation, Isa isa,
                     int threads, bool skipZeros) {
+  linearColumns(x, m, w, bias, y, w.n, 0, panelCount(w.n), activation, isa,
+                threads, skipZeros);
+}
+
+void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
+                           const float *bias, float *y, int64_t ldy,
+                           int64_t firstPanel, int64_t endPanel,
+                           int32_t activation, Isa isa, int threads,
+                           bool skipZeros) {
   bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
-  const int64_t n = w.n;
+  const int64_t n = w.n, firstColumn = firstPanel * kPanel;
   // Planned once by the calling thread and read by every column share: the
   // body names the caller's plan through a reference (a thread_local named
   // in it would be each worker's own).
@@ -363,17 +374,20 @@ void packed::linear(const float *x, int64_t m, const PackedWeight &w,
   planRowTiles(x, m, w.k, skipZeros, callerPlan,
                wide ? kWideTileRows : kNarrowTileRows);
   const RowTiles &plan = callerPlan;
-  forPanelShares(panelCount(n), threads, [&](int64_t first, int64_t end) {
+  forPanelShares(endPanel - firstPanel, threads, [&](int64_t first,
+                                                    int64_t end) {
+    first += firstPanel;
+    end += firstPanel;
     if (wide)
-      avx512::linear(x, plan, w, bias, y, first, end);
+      avx512::linear(x, plan, w, bias, y, ldy, firstColumn, first, end);
     else if (w.half)
-      run<true>(x, plan, w, bias, y, first, end);
+      run<true>(x, plan, w, bias, y, ldy, firstColumn, first, end);
     else
-      run<false>(x, plan, w, bias, y, first, end);
+      run<false>(x, plan, w, bias, y, ldy, firstColumn, first, end);
     if (activation != static_cast<int32_t>(KernelActivation::None)) {
       int64_t col = first * kPanel, width = std::min(n, end * kPanel) - col;
       for (int64_t r = 0; r < m; ++r)
-        activate(y + r * n + col, width, activation);
+        activate(y + r * ldy + (col - firstColumn), width, activation);
     }
   });
 }

@@ -83,6 +83,16 @@ void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
             float *y, int32_t activation, Isa isa = preferredIsa(),
             int threads = 1, bool skipZeros = true);
 
+/// The columns of panels [firstPanel, endPanel) of linear(): output (r, c)
+/// goes to y[r · ldy + c - 16 · firstPanel], so y may be a block just
+/// that wide (greedy search's fused projection scans the output block by
+/// block). Each output is computed exactly as linear() computes it.
+void linearColumns(const float *x, int64_t m, const PackedWeight &w,
+                   const float *bias, float *y, int64_t ldy,
+                   int64_t firstPanel, int64_t endPanel, int32_t activation,
+                   Isa isa = preferredIsa(), int threads = 1,
+                   bool skipZeros = true);
+
 } // namespace tfmc::runtime::packed
 
 #endif // RUNTIME_KERNELS_PACKEDGEMM_H

@@ -128,7 +128,8 @@ TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
 template <bool Half>
 TFMC_AVX512 void run(const float *x, const RowTiles &plan,
                      const PackedWeight &w, const float *bias, float *y,
-                     int64_t firstPanel, int64_t np) {
+                     int64_t ldy, int64_t firstColumn, int64_t firstPanel,
+                     int64_t np) {
   const int64_t n = w.n, k = w.k;
   const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
   const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
@@ -151,16 +152,18 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
       if (pair) {
         // Every row tile prefetches the next pair (the later tiles' requests
         // are mostly hits, but dropping them cost 4-10% at 16 and 64 rows).
-        float *out = y + t.row * n + col;
-        tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out, n);
+        float *out = y + t.row * ldy + (col - firstColumn);
+        tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out,
+                                ldy);
       } else {
         bool full = width == kPanel;
-        float *out = full ? y + t.row * n + col : scratch;
-        int64_t ld = full ? n : kPanel;
+        float *at = y + t.row * ldy + (col - firstColumn);
+        float *out = full ? at : scratch;
+        int64_t ld = full ? ldy : kPanel;
         tileRows<1, Half, false>(plan, t, xr, k, panel, panelBytes, b, out, ld);
         if (!full)
           for (int i = 0; i < t.rows; ++i)
-            std::memcpy(y + (t.row + i) * n + col, scratch + i * kPanel,
+            std::memcpy(at + i * ldy, scratch + i * kPanel,
                         width * sizeof(float));
       }
     }
@@ -222,11 +225,12 @@ tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
 
 void packed::avx512::linear(const float *x, const RowTiles &plan,
                             const PackedWeight &w, const float *bias, float *y,
+                            int64_t ldy, int64_t firstColumn,
                             int64_t firstPanel, int64_t endPanel) {
   if (w.half)
-    run<true>(x, plan, w, bias, y, firstPanel, endPanel);
+    run<true>(x, plan, w, bias, y, ldy, firstColumn, firstPanel, endPanel);
   else
-    run<false>(x, plan, w, bias, y, firstPanel, endPanel);
+    run<false>(x, plan, w, bias, y, ldy, firstColumn, firstPanel, endPanel);
 }
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,

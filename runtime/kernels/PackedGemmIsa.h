@@ -16,9 +16,11 @@ namespace tfmc::runtime::packed::avx512 {
 bool available();
 /// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, the
 /// columns of panels [firstPanel, endPanel) only, the rows in the tiles of
-/// `plan` (x's rows, their k steps).
+/// `plan` (x's rows, their k steps). Output (r, c) goes to
+/// y[r · ldy + c - firstColumn].
 void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
-            const float *bias, float *y, int64_t firstPanel, int64_t endPanel);
+            const float *bias, float *y, int64_t ldy, int64_t firstColumn,
+            int64_t firstPanel, int64_t endPanel);
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, int64_t firstPanel, int64_t endPanel);
 

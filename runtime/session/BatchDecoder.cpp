@@ -112,37 +112,77 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
   capacity = grown;
 }
 
-const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
+void BatchDecoder::bindStep(CallFrame &f, llvm::ArrayRef<int32_t> next) {
   if (position >= capacity)
     growSelfCaches(2 * capacity);
   std::copy(next.begin(), next.end(), tokens.data());
-  frame.bind("tokens", tokens.data(), {active, 1});
-  frame.bindScalar("step", position);
-  frame.bind("src_lengths", slotLengths.data(), {active});
-  frame.bind("cross_rows", slotRow.data(), {active});
+  f.bind("tokens", tokens.data(), {active, 1});
+  f.bindScalar("step", position);
+  f.bind("src_lengths", slotLengths.data(), {active});
+  f.bind("cross_rows", slotRow.data(), {active});
+  // decode_step and decode_greedy take the same arguments in the same
+  // order (tfm-greedy-head appends its own).
   for (int64_t i = 0; i < 2 * layers; ++i) {
-    frame.bind(crossArgs[i], cross[i], {src.rows, src.length, dModel});
-    frame.bind(selfArgs[i], self[i], {active, capacity, dModel});
+    f.bind(crossArgs[i], cross[i], {src.rows, src.length, dModel});
+    f.bind(selfArgs[i], self[i], {active, capacity, dModel});
   }
-  frame.bind("logits", logits, {active, 1, vocab});
+}
+
+bool BatchDecoder::callStep(CallFrame &f) {
   // Keep the first failure; the search still runs to its end.
   auto start = std::chrono::steady_clock::now();
   rows += active;
-  llvm::Error called = frame.call();
+  llvm::Error called = f.call();
   stepTime +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (llvm::Error e = std::move(called)) {
-    // The search goes on over defined (if meaningless) logits; the batch
-    // then fails with this error.
-    std::fill(logits, logits + active * vocab, 0.0f);
-    if (!failure)
-      failure = std::move(e);
-    else
-      llvm::consumeError(std::move(e));
-  }
   ++position;
+  if (!called)
+    return true;
+  if (!failure)
+    failure = std::move(called);
+  else
+    llvm::consumeError(std::move(called));
+  return false;
+}
+
+const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
+  bindStep(frame, next);
+  frame.bind("logits", logits, {active, 1, vocab});
+  // On failure the search goes on over defined (if meaningless) logits;
+  // the batch then fails with the error.
+  if (!callStep(frame))
+    std::fill(logits, logits + active * vocab, 0.0f);
   return logits;
+}
+
+void BatchDecoder::useGreedyStep(CallFrame &greedy,
+                                 const SpecialIds &special) {
+  greedyFrame = &greedy;
+  neverIds.resize(special.never.size());
+  std::copy(special.never.begin(), special.never.end(), neverIds.data());
+  eosId = special.eos;
+  allowEosFlags.resize(slots);
+  chosen.resize(slots);
+}
+
+const int32_t *BatchDecoder::greedyStep(llvm::ArrayRef<int32_t> next,
+                                        llvm::ArrayRef<int32_t> allowEos) {
+  if (!greedyFrame)
+    return nullptr;
+  CallFrame &f = *greedyFrame;
+  bindStep(f, next);
+  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
+  f.bind("never_ids", neverIds.data(),
+         {static_cast<int64_t>(neverIds.size())});
+  f.bindScalar("eos_id", eosId);
+  f.bind("allow_eos", allowEosFlags.data(), {active});
+  f.bind("best_tokens", chosen.data(), {active});
+  // On failure every slot chooses nothing (-1: the row ends); the batch
+  // then fails with the error.
+  if (!callStep(f))
+    std::fill(chosen.data(), chosen.data() + active, -1);
+  return chosen.data();
 }
 
 void BatchDecoder::reorder(llvm::ArrayRef<int64_t> sources) {

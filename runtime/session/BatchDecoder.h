@@ -65,6 +65,12 @@ public:
   int64_t vocabSize() const override { return vocab; }
   int64_t activeSlots() const override { return active; }
   const float *step(llvm::ArrayRef<int32_t> next) override;
+  /// decode_greedy (tfm-greedy-head): steps that end in each slot's
+  /// greedy choice; ids never chosen and eos come from `special`.
+  void useGreedyStep(CallFrame &greedy, const SpecialIds &special);
+  const int32_t *greedyStep(llvm::ArrayRef<int32_t> next,
+                            llvm::ArrayRef<int32_t> allowEos) override;
+  bool hasGreedyStep() const override { return greedyFrame != nullptr; }
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
@@ -76,6 +82,10 @@ public:
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
+  /// Binds what decode_step and decode_greedy share, before a step.
+  void bindStep(CallFrame &f, llvm::ArrayRef<int32_t> next);
+  /// Calls `f` as a step: times it and keeps its first failure.
+  bool callStep(CallFrame &f);
   /// Makes room for `positions` positions per slot (at most `limit`),
   /// keeping the filled ones.
   void growSelfCaches(int64_t positions);
@@ -110,6 +120,9 @@ private:
   Buffer<int32_t> tokens;
   /// decode_step's output (from the arena: reused across batches).
   float *logits = nullptr;
+  CallFrame *greedyFrame = nullptr;
+  Buffer<int32_t> neverIds, allowEosFlags, chosen;
+  int64_t eosId = 0;
   llvm::Error failure = llvm::Error::success();
   std::function<void()> release;
 };

@@ -56,6 +56,8 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
       *workerFrames.encode, *workerFrames.decodeStep,
       padSources(sources, maxSourceTokens(), specialIds()), shape,
       workerFrames.arena);
+  if (workerFrames.decodeGreedy)
+    decoder->useGreedyStep(*workerFrames.decodeGreedy, specialIds());
   if (llvm::Error e = decoder->encode())
     return std::move(e);
   return std::move(decoder);

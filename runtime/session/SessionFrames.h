@@ -32,7 +32,8 @@ inline llvm::Error sessionError(const llvm::Twine &message) {
 /// One call frame per compiled function, with weights and the positional
 /// table bound once.
 struct Session::Frames {
-  std::unique_ptr<CallFrame> encode, decodeStep, forward, encodeStates;
+  std::unique_ptr<CallFrame> encode, decodeStep, decodeGreedy, forward,
+      encodeStates;
   /// The batch decoders' buffers, reused from batch to batch.
   DecoderArena arena;
   explicit Frames(const CompiledModel &m) {
@@ -42,6 +43,8 @@ struct Session::Frames {
       encode = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("decode_step"))
       decodeStep = std::make_unique<CallFrame>(*f);
+    if (const CompiledFunction *f = m.function("decode_greedy"))
+      decodeGreedy = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("forward"))
       forward = std::make_unique<CallFrame>(*f);
   }

@@ -88,7 +88,9 @@ TEST_P(ProfiledSession, TranslatesAsThePlainVariantAndCountsWhatRan) {
   for (const ProfileFunction &f : p.functions)
     functions[f.name] = f;
   ASSERT_EQ(functions.count("encode"), 1u);
-  ASSERT_EQ(functions.count("decode_step"), 1u);
+  // Greedy search without guards runs decode_greedy (tfm-greedy-head).
+  ASSERT_EQ(functions.count("decode_greedy"), 1u);
+  EXPECT_EQ(functions.count("decode_step"), 0u);
   EXPECT_EQ(functions["encode"].calls, 1);
 
   // Every op of the compiled functions that ran has a row, called once per
@@ -96,7 +98,7 @@ TEST_P(ProfiledSession, TranslatesAsThePlainVariantAndCountsWhatRan) {
   std::map<std::string, int64_t> tableOps;
   for (const ProfiledOp &op : profiled->compiled().profiledOps())
     if (op.kind != "function" &&
-        (op.function == "encode" || op.function == "decode_step"))
+        (op.function == "encode" || op.function == "decode_greedy"))
       ++tableOps[op.function];
   std::map<std::string, int64_t> rowOps;
   double opSeconds = 0, rowSeconds = 0;
@@ -110,23 +112,24 @@ TEST_P(ProfiledSession, TranslatesAsThePlainVariantAndCountsWhatRan) {
     EXPECT_EQ(row.calls, functions[row.function].calls)
         << row.function << " " << row.kind << " " << row.name;
     EXPECT_GE(row.seconds, 0);
-    if (row.function == "decode_step" && row.kind == "tfm.linear" &&
+    if (row.function == "decode_greedy" && row.kind == "tfm.linear_argmax" &&
         row.detail.find("weight 41x32") != std::string::npos)
       outputProjection = &row;
   }
   EXPECT_EQ(rowOps, tableOps);
   EXPECT_LE(opSeconds, functions["encode"].seconds +
-                           functions["decode_step"].seconds + 1e-9);
+                           functions["decode_greedy"].seconds + 1e-9);
   // The rows (ops, the functions' rest, the runtime) add up to the wall
   // time on one thread.
   EXPECT_NEAR(rowSeconds, p.wallSeconds, 1e-6 + 1e-3 * p.wallSeconds);
 
-  // The output projection ran once per decoder row: its FLOP are
+  // The output projection (fused with the choice) ran once per decoder
+  // row: its FLOP are
   // 2 x vocabulary x d_model x the rows the session counted.
   ASSERT_NE(outputProjection, nullptr);
   EXPECT_EQ(outputProjection->flop,
             2.0 * 41 * 32 * static_cast<double>(profiled->decodedRows()));
-  EXPECT_EQ(outputProjection->calls, functions["decode_step"].calls);
+  EXPECT_EQ(outputProjection->calls, functions["decode_greedy"].calls);
 
   (*profiler)->reset();
   Profile zero = (*profiler)->snapshot();

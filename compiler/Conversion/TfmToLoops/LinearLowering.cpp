@@ -232,14 +232,193 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Greedy search's choice fused into the output projection
+//===----------------------------------------------------------------------===//
+
+/// Emits the scan of one row of logits ([1, 1, V]) into tokens[row]: the
+/// ids in order, skipping `never` and eos unless allow[row] is non-zero;
+/// the first allowed id is taken, a later one only when strictly greater
+/// (ArgmaxScan.h in the runtime does the same).
+static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
+                                 Operation *op, Value logits, Value never,
+                                 Value eos, Value allow, Value tokens,
+                                 Value row) {
+  callKernel(
+      rewriter, op, "argmax_scan", {logits, never, eos, allow, tokens, row},
+      [&](KernelBuilder &k, ValueRange a) {
+        Value values = a[0], neverIds = a[1], eosId = a[2], allowed = a[3],
+              out = a[4], r = a[5];
+        OpBuilder &ob = k.builder();
+        Location loc = k.location();
+        Type i32 = ob.getI32Type();
+        Value zero = k.index(0);
+        Value eosAllowed = ob.create<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::ne, k.load(allowed, {r}),
+            ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
+        Value none = ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(-1));
+        Value falseValue =
+            ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(false));
+        SmallVector<Value> found = k.reduce(
+            zero, k.dim(values, 2), {none, k.f32(0.0)},
+            [&](Value n, ValueRange best) {
+              Value id = ob.create<arith::IndexCastOp>(loc, i32, n);
+              Value isNever =
+                  k.reduce(zero, k.dim(neverIds, 0), {falseValue},
+                           [&](Value j, ValueRange any) {
+                             Value hit = ob.create<arith::CmpIOp>(
+                                 loc, arith::CmpIPredicate::eq,
+                                 k.load(neverIds, {j}), id);
+                             return SmallVector<Value>{
+                                 ob.create<arith::OrIOp>(loc, any[0], hit)};
+                           })[0];
+              Value isEos = ob.create<arith::CmpIOp>(
+                  loc, arith::CmpIPredicate::eq, n, eosId);
+              Value eosBarred = ob.create<arith::AndIOp>(
+                  loc, isEos,
+                  ob.create<arith::XOrIOp>(
+                      loc, eosAllowed,
+                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))));
+              Value barred = ob.create<arith::OrIOp>(loc, isNever, eosBarred);
+              Value v = k.load(values, {zero, zero, n});
+              Value nothingYet = ob.create<arith::CmpIOp>(
+                  loc, arith::CmpIPredicate::slt, best[0],
+                  ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
+              // Ordered: a NaN is never greater, nor is anything than NaN.
+              Value greater = ob.create<arith::CmpFOp>(
+                  loc, arith::CmpFPredicate::OGT, v, best[1]);
+              Value take = ob.create<arith::AndIOp>(
+                  loc,
+                  ob.create<arith::XOrIOp>(
+                      loc, barred,
+                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))),
+                  ob.create<arith::OrIOp>(loc, nothingYet, greater));
+              return SmallVector<Value>{
+                  ob.create<arith::SelectOp>(loc, take, id, best[0]),
+                  ob.create<arith::SelectOp>(loc, take, v, best[1])};
+            });
+        k.store(found[0], out, {r});
+      });
+}
+
+/// tfm.linear_argmax as loops: row by row, the row's logits by the loop
+/// kernel tfm.linear uses (the same values) into a buffer of one row that
+/// stays in cache, then the scan.
+static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
+                                     LinearArgmaxOp op, Value x, Value w,
+                                     Value bias, Value never, Value eos,
+                                     Value allow, Value tokens) {
+  KernelBuilder k(rewriter, op.getLoc());
+  auto f32 = rewriter.getF32Type();
+  int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
+  int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
+  Value row = k.alloc(MemRefType::get({1, 1, d}, f32), {});
+  Value logits = k.alloc(MemRefType::get({1, 1, vocab}, f32), {});
+  Value zero = k.index(0);
+  k.loop(zero, k.dim(x, 0), [&](Value r) {
+    k.loop(zero, k.index(d), [&](Value i) {
+      k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
+    });
+    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
+                          logits);
+    callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
+  });
+}
+
+struct LinearArgmaxLowering : public OpConversionPattern<LinearArgmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
+                                           rewriter.getI32Type()),
+                           {k.dim(x, 0)});
+    lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
+                             adaptor.getBias(), adaptor.getNever(),
+                             adaptor.getEos(), adaptor.getAllowEos(), tokens);
+    rewriter.replaceOp(op, tokens);
+    return success();
+  }
+};
+
+/// tfm.linear_argmax -> call @tfm_rt_linear_argmax(x, w, b, never, eos,
+/// allow, tokens) (_f16 for a float16 weight), whose values are those of
+/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
+struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
+  LinearArgmaxToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                            int64_t minRows)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+  int64_t minRows;
+
+  LogicalResult
+  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
+                                           rewriter.getI32Type()),
+                           {k.dim(x, 0)});
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (minRows > 1) {
+      Value few = rewriter.create<arith::CmpIOp>(
+          op.getLoc(), arith::CmpIPredicate::ult, k.dim(x, 0),
+          k.index(minRows));
+      auto choice = rewriter.create<scf::IfOp>(op.getLoc(), few,
+                                               /*withElseRegion=*/true);
+      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+      lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
+                               adaptor.getBias(), adaptor.getNever(),
+                               adaptor.getEos(), adaptor.getAllowEos(),
+                               tokens);
+      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+    }
+    auto dynamic = [&](Value v) -> Value {
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+      return rewriter.create<memref::CastOp>(
+          op.getLoc(), MemRefType::get(shape, type.getElementType()), v);
+    };
+    bool half = op.getWeight().getType().getElementType().isF16();
+    StringRef kernel = half ? kLinearArgmaxF16Kernel : kLinearArgmaxKernel;
+    Value eos = rewriter.create<arith::IndexCastOp>(
+        op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
+    SmallVector<Value> args{dynamic(x),
+                            dynamic(adaptor.getWeight()),
+                            dynamic(adaptor.getBias()),
+                            dynamic(adaptor.getNever()),
+                            eos,
+                            dynamic(adaptor.getAllowEos()),
+                            dynamic(tokens)};
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(kernel);
+    if (!callee) {
+      OpBuilder::InsertionGuard inner(rewriter);
+      rewriter.setInsertionPointToEnd(module.getBody());
+      callee = rewriter.create<func::FuncOp>(
+          op.getLoc(), kernel,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    rewriter.create<func::CallOp>(op.getLoc(), callee, args);
+    rewriter.replaceOp(op, tokens);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::loops::populateLinearLowerings(TypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<LinearLowering>(converter, patterns.getContext());
+  patterns.add<LinearLowering, LinearArgmaxLowering>(converter,
+                                                     patterns.getContext());
 }
 
 void mlir::tfm::loops::populateLinearLibraryCallLowerings(
     TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
   patterns.add<LinearToLibraryCall>(converter, patterns.getContext(), minRows);
+  patterns.add<LinearArgmaxToLibraryCall>(converter, patterns.getContext(),
+                                          minRows);
 }

@@ -125,6 +125,17 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult LinearArgmaxOp::verify() {
+  if (!compatible(dim(getInput(), 1), 1))
+    return emitOpError("the input must hold one position per row");
+  if (!compatible(dim(getResult(), 0), dim(getInput(), 0)) ||
+      !compatible(dim(getAllowEos(), 0), dim(getInput(), 0)))
+    return emitOpError("the result and allow_eos must have one entry per "
+                       "input row");
+  return verifyDense(*this, "linear_argmax", getWeight(), getBias(),
+                     lastDim(getInput()), dim(getWeight(), 0));
+}
+
 //===----------------------------------------------------------------------===//
 // SliceOp
 //===----------------------------------------------------------------------===//

@@ -123,6 +123,41 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_LinearArgmaxOp : Tfm_Op<"linear_argmax", [Pure]> {
+  let summary = "the best output of a linear layer per row, without the outputs";
+  let description = [{
+    Greedy decoding's last step fused into the output projection (see
+    `tfm-greedy-head`): for each row b of the one-position input,
+
+    `result[b] = the id n of the largest (x[b, 0] · W[n]ᵀ + bias[n])`
+
+    over the allowed ids, scanning them in order: ids listed in `never`
+    (ascending) are never chosen, nor `eos` where `allow_eos[b]` is 0; the
+    first allowed id is taken, then an id replaces it only when its value
+    is strictly greater (ties keep the lower id, a NaN never replaces, a
+    first value that is NaN stays). -1 when no id is allowed. Each value is
+    computed exactly as `tfm.linear` computes it on the same kernel path,
+    so the choice is the one a search would make over `tfm.linear`'s
+    logits; the `[rows, out]` values themselves are never stored.
+
+    ```mlir
+    %t = tfm.linear_argmax %h, %w, %b never %never eos %eos allow %allow
+        : tensor<?x1x64xf32>, tensor<8000x64xf32>, tensor<8000xf32>,
+          tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16]>:$weight,
+                       Tfm_Vector:$bias, 1DTensorOf<[I32]>:$never,
+                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos);
+  let results = (outs 1DTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `never` $never `eos` $eos `allow` $allow_eos
+    attr-dict `:` type($input) `,` type($weight) `,` type($bias) `,`
+    type($never) `,` type($allow_eos) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_SliceOp : Tfm_Op<"slice", [Pure]> {
   let summary = "a contiguous range of the features";
   let description = [{

@@ -56,6 +56,14 @@ Cost costOf(Operation *op) {
     c.bytesCall = n * k * elementBytes(w) + n * f32 +
                   (linear.getScale() ? n * f32 : 0);
     c.bytesRows = (k + n) * f32;
+  } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
+    Value w = argmax.getWeight();
+    auto shape = cast<ShapedType>(w.getType()).getShape();
+    int64_t n = shape[0], k = shape[1];
+    // The logits are made and scanned in cache: read x, write one id.
+    c.flopRows = 2 * n * k;
+    c.bytesCall = n * k * elementBytes(w) + n * f32;
+    c.bytesRows = k * f32 + sizeof(int32_t);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t d = lastDim(attention.getQuery());
     // q·k and p·v: two multiply-adds per feature and key.
@@ -109,6 +117,11 @@ std::string detailOf(Operation *op) {
       os << "merged projections (" << parts << "), ";
     os << stringifyActivation(linear.getActivation()) << ", weight "
        << w.getShape()[0] << "x" << w.getShape()[1] << " ";
+    w.getElementType().print(os);
+  } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
+    auto w = cast<ShapedType>(argmax.getWeight().getType());
+    os << "greedy choice, weight " << w.getShape()[0] << "x"
+       << w.getShape()[1] << " ";
     w.getElementType().print(os);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     os << stringifyMaskKind(attention.getMaskKind()) << " mask, "
@@ -191,8 +204,12 @@ struct TfmInstrumentProfilePass
                            ? Value(op->getResult(0))
                            : Value(cast<CacheWriteOp>(op).getValue());
         Value batch = extent(b, at, rowsOf, 0);
-        Value rows = b.create<arith::MulIOp>(at, batch,
-                                             extent(b, at, rowsOf, 1));
+        // One entry per row (linear_argmax's tokens): rows = batch.
+        Value rows =
+            cast<ShapedType>(rowsOf.getType()).getRank() < 2
+                ? batch
+                : b.create<arith::MulIOp>(at, batch, extent(b, at, rowsOf, 1))
+                      .getResult();
         Value keys = zero;
         if (auto attention = dyn_cast<AttentionOp>(op))
           keys = attention.getKvLength()

@@ -79,6 +79,25 @@ def TfmHalfCaches : Pass<"tfm-half-caches", "ModuleOp"> {
   }];
 }
 
+def TfmGreedyHead : Pass<"tfm-greedy-head", "ModuleOp"> {
+  let summary = "adds decode_greedy: decode_step ending in the chosen tokens";
+  let description = [{
+    Greedy search reads one number per row from a decoder step's
+    `[rows, 1, vocab]` logits: the id of the largest allowed one. This pass
+    adds a function `decode_greedy`, a copy of `decode_step` whose output
+    projection (the `tfm.linear` without activation whose result the step
+    returns, with a float32 or float16 weight) becomes a
+    `tfm.linear_argmax` returning the chosen id per row (`best_tokens`),
+    so the logits are never written and not read again. Its three extra
+    inputs say which ids are allowed: `never_ids` (ascending), `eos_id`,
+    and `allow_eos` per row (0 while a row is shorter than the minimum
+    length). `decode_step` stays for beam search and for greedy search
+    with repetition guards, which need the logits. Nothing is added when
+    there is no `decode_step` or its result is not such a projection (an
+    int8 output projection). Part of the fused stage.
+  }];
+}
+
 def TfmInstrumentProfile : Pass<"tfm-instrument-profile", "ModuleOp"> {
   let summary = "brackets every tfm op with calls of the runtime's profiler";
   let description = [{

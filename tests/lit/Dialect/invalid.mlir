@@ -311,3 +311,19 @@ func.func @cache_i8(%x: tensor<?x1x8xf32>, %c: memref<?x?x8xi8>, %p: index) {
   tfm.cache_write %x, %c[%p] : tensor<?x1x8xf32>, memref<?x?x8xi8>
   return
 }
+
+// -----
+
+func.func @linear_argmax_positions(%x: tensor<?x2x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error@+1 {{one position per row}}
+  %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<?x2x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
+  return %t : tensor<?xi32>
+}
+
+// -----
+
+func.func @linear_argmax_rows(%x: tensor<3x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<2xi32>) -> tensor<3xi32> {
+  // expected-error@+1 {{one entry per input row}}
+  %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<3x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<2xi32> -> tensor<3xi32>
+  return %t : tensor<3xi32>
+}

@@ -1,0 +1,52 @@
+//===- ArgmaxScan.h - greedy search's choice over blocks of logits -*- C++ -*-===//
+//
+// The token greedy search picks from one row of logits (DESIGN.md): the ids
+// are scanned in order, skipping those never chosen and eos while it is not
+// allowed; the first allowed id is taken, and a later one replaces it only
+// when its value is strictly greater (ties keep the lower id; a NaN never
+// replaces, and a NaN taken first stays). ArgmaxScan keeps that scan's
+// state across consecutive blocks of a row, so a fused output projection
+// (tfm.linear_argmax) can compute the logits a block at a time and never
+// hold the whole row.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_ARGMAXSCAN_H
+#define RUNTIME_KERNELS_ARGMAXSCAN_H
+
+#include <cstdint>
+
+namespace tfmc::runtime {
+
+/// The ids a scan skips: `never` (ascending, `neverCount` of them) always,
+/// `eos` unless `allowEos`.
+struct ScanExclusions {
+  const int32_t *never = nullptr;
+  int64_t neverCount = 0;
+  int64_t eos = -1;
+  bool allowEos = true;
+
+  bool excludes(int64_t id) const {
+    if (id == eos && !allowEos)
+      return true;
+    for (int64_t i = 0; i < neverCount; ++i)
+      if (never[i] == id)
+        return true;
+    return false;
+  }
+  /// Whether an id in [first, end) is excluded.
+  bool excludesAnyIn(int64_t first, int64_t end) const;
+};
+
+struct ArgmaxScan {
+  /// The chosen id so far (-1: none allowed yet) and its value.
+  int32_t best = -1;
+  float value = 0;
+
+  /// Scans ids [first, first + count), whose values are `values[0..count)`.
+  void add(const float *values, int64_t first, int64_t count,
+           const ScanExclusions &excluded);
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_ARGMAXSCAN_H

@@ -1,0 +1,58 @@
+// RUN: tfm-opt %s -split-input-file --tfm-greedy-head | FileCheck %s
+
+// decode_step stays; decode_greedy is its copy whose output projection
+// ends in the chosen ids, with three inputs saying which ids are allowed.
+// CHECK-LABEL: func.func @decode_step
+// CHECK: tfm.linear none
+// CHECK: return {{.*}} : tensor<?x1x10xf32>
+// CHECK-LABEL: func.func @decode_greedy
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x1x4xf32> {tfm.input = "hidden"}
+// CHECK-SAME: %[[W:[^:]+]]: tensor<10x4xf32> {tfm.weight = "linear.weight"}
+// CHECK-SAME: %[[B:[^:]+]]: tensor<10xf32> {tfm.weight = "linear.bias"}
+// CHECK-SAME: %[[NEVER:[^:]+]]: tensor<?xi32> {tfm.input = "never_ids"}
+// CHECK-SAME: %[[EOS:[^:]+]]: index {tfm.input = "eos_id"}
+// CHECK-SAME: %[[ALLOW:[^:]+]]: tensor<?xi32> {tfm.input = "allow_eos"}
+// CHECK-SAME: -> (tensor<?xi32> {tfm.output = "best_tokens"})
+// CHECK-NOT: tfm.linear none
+// CHECK: %[[T:.+]] = tfm.linear_argmax %[[X]], %[[W]], %[[B]] never %[[NEVER]] eos %[[EOS]] allow %[[ALLOW]]
+// CHECK-NEXT: return %[[T]] : tensor<?xi32>
+func.func @decode_step(%x: tensor<?x1x4xf32> {tfm.input = "hidden"},
+                       %w: tensor<10x4xf32> {tfm.weight = "linear.weight"},
+                       %b: tensor<10xf32> {tfm.weight = "linear.bias"})
+    -> (tensor<?x1x10xf32> {tfm.output = "logits"}) {
+  %l = tfm.linear none %x, %w, %b : tensor<?x1x4xf32>, tensor<10x4xf32>, tensor<10xf32> -> tensor<?x1x10xf32>
+  return %l : tensor<?x1x10xf32>
+}
+
+// -----
+
+// A float16 output projection is fused too.
+// CHECK-LABEL: func.func @decode_greedy
+// CHECK: tfm.linear_argmax {{.*}} tensor<10x4xf16>
+func.func @decode_step(%x: tensor<?x1x4xf32>, %w: tensor<10x4xf16>, %b: tensor<10xf32>)
+    -> tensor<?x1x10xf32> {
+  %l = tfm.linear none %x, %w, %b : tensor<?x1x4xf32>, tensor<10x4xf16>, tensor<10xf32> -> tensor<?x1x10xf32>
+  return %l : tensor<?x1x10xf32>
+}
+
+// -----
+
+// Not fused: an int8 output projection (its scales) adds no decode_greedy.
+// CHECK-LABEL: func.func @decode_step
+// CHECK-NOT: decode_greedy
+func.func @decode_step(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %s: tensor<10xf32>)
+    -> tensor<?x1x10xf32> {
+  %l = tfm.linear none %x, %w, %b scale %s : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<10xf32> -> tensor<?x1x10xf32>
+  return %l : tensor<?x1x10xf32>
+}
+
+// -----
+
+// Not fused: the step does not end in a projection without activation.
+// CHECK-LABEL: func.func @decode_step
+// CHECK-NOT: decode_greedy
+func.func @decode_step(%x: tensor<?x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>)
+    -> tensor<?x1x10xf32> {
+  %l = tfm.linear relu %x, %w, %b : tensor<?x1x4xf32>, tensor<10x4xf32>, tensor<10xf32> -> tensor<?x1x10xf32>
+  return %l : tensor<?x1x10xf32>
+}
