@@ -254,7 +254,7 @@ def main():
           "PyTorch RSS MB | load+JIT s |" + (" vs baseline |" if args.baseline else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.baseline else ""))
     base = {(r["batch"], r["threads"]): r["tfmc"] for r in rows if r["ct"] == "float32"}
-    bytes_per = {"float32": 1.0, "float16": 0.5, "int8": 0.25}
+    bytes_per = {"float32": 1.0, "float16": 0.5, "bfloat16": 0.5, "int8": 0.25}
     for r in rows:
         lim = limits.get(r["threads"], {})
         gf = r["tfmc"] * fpt / 1e9

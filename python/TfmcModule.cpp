@@ -47,9 +47,10 @@ public:
                int threads, const std::string &kernels,
                const std::string &cacheDir, bool useCache, bool profile) {
     if (!computeType.empty() && computeType != "float32" &&
-        computeType != "float16" && computeType != "int8")
-      throw py::value_error("compute_type: expected 'float32', 'float16' or "
-                            "'int8', got '" +
+        computeType != "float16" && computeType != "bfloat16" &&
+        computeType != "int8")
+      throw py::value_error("compute_type: expected 'float32', 'float16', "
+                            "'bfloat16' or 'int8', got '" +
                             computeType + "'");
     tfmc::LoadOptions load;
     load.computeType = computeType;
@@ -160,7 +161,7 @@ PYBIND11_MODULE(_tfmc, m) {
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
            py::arg("profile") = false,
            "Loads and compiles MODEL.json (through the compiled-model "
-           "cache). compute_type: 'float32', 'float16' or 'int8' ('' = the "
+           "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' ('' = the "
            "model file's compute_type, else float32). profile=True compiles "
            "the profiled variant: profile() then says where translate "
            "calls spent their time.")

@@ -29,10 +29,13 @@ void populateTfmToLibraryCallPatterns(TypeConverter &converter,
 inline constexpr const char *kLinearKernel = "tfm_rt_linear";
 inline constexpr const char *kLinearF16Kernel = "tfm_rt_linear_f16";
 inline constexpr const char *kLinearI8Kernel = "tfm_rt_linear_i8";
+inline constexpr const char *kLinearBF16Kernel = "tfm_rt_linear_bf16";
 /// ... and of tfm.linear_argmax's (float32 and float16 weights).
 inline constexpr const char *kLinearArgmaxKernel = "tfm_rt_linear_argmax";
 inline constexpr const char *kLinearArgmaxF16Kernel =
     "tfm_rt_linear_argmax_f16";
+inline constexpr const char *kLinearArgmaxBF16Kernel =
+    "tfm_rt_linear_argmax_bf16";
 /// int8 linear layers quantize each input row to [-63, 63]: 7 bits, so that
 /// the unsigned-times-signed byte products of AVX2 kernels without VNNI
 /// (vpmaddubsw sums pairs into int16) can never saturate: 2 · 127 · 127 <

@@ -37,8 +37,8 @@ struct PipelineOptions {
   /// kernel (measured on the base model: loops win up to 4 rows, oneDNN
   /// from 16).
   int64_t libraryMinRows = 8;
-  /// How linear-layer weights are stored: "float32" (as loaded), "float16"
-  /// or "int8" (tfm-quantize at the end of the fused stage).
+  /// How linear-layer weights are stored: "float32" (as loaded), "float16",
+  /// "bfloat16" or "int8" (tfm-quantize at the end of the fused stage).
   std::string computeType = "float32";
   /// With int8/float16: also the output projection.
   bool quantizeOutputProjection = true;

@@ -532,7 +532,7 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
     desc.sentenceLevel = r.boolean(*top, "", "sentence_level");
   if (top->get("compute_type"))
     desc.computeType = parseComputeType(
-        r.choice(*top, "", "compute_type", {"float32", "float16", "int8"}));
+        r.choice(*top, "", "compute_type", {"float32", "float16", "bfloat16", "int8"}));
   if (r.failed())
     return r.takeError();
   desc.weightsPath = resolvePath(desc.directory, weights);
@@ -545,6 +545,8 @@ StringRef stringifyComputeType(ComputeType type) {
     return "float32";
   case ComputeType::Float16:
     return "float16";
+  case ComputeType::BFloat16:
+    return "bfloat16";
   case ComputeType::Int8:
     return "int8";
   }
@@ -553,7 +555,8 @@ StringRef stringifyComputeType(ComputeType type) {
 
 std::optional<ComputeType> parseComputeType(StringRef name) {
   for (ComputeType t :
-       {ComputeType::Float32, ComputeType::Float16, ComputeType::Int8})
+       {ComputeType::Float32, ComputeType::Float16, ComputeType::BFloat16,
+        ComputeType::Int8})
     if (name == stringifyComputeType(t))
       return t;
   return std::nullopt;

@@ -80,11 +80,11 @@ struct SpecialTokens {
 };
 
 /// How linear-layer weights are stored and multiplied: float32 as trained,
-/// float16 weights (float32 arithmetic), or int8 weights per output row with
-/// dynamically quantized inputs (docs/quantization.md).
-enum class ComputeType { Float32, Float16, Int8 };
+/// float16 or bfloat16 weights (float32 arithmetic), or int8 weights per
+/// output row with dynamically quantized inputs (docs/quantization.md).
+enum class ComputeType { Float32, Float16, BFloat16, Int8 };
 llvm::StringRef stringifyComputeType(ComputeType type);
-/// "float32", "float16" or "int8"; std::nullopt otherwise.
+/// "float32", "float16", "bfloat16" or "int8"; std::nullopt otherwise.
 std::optional<ComputeType> parseComputeType(llvm::StringRef name);
 
 struct ModelDescription {

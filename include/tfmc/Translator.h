@@ -39,9 +39,9 @@ struct LoadOptions {
   std::string kernels;
   /// Threads for compiled code and oneDNN (1 to kMaxThreads).
   int threads = 1;
-  /// How linear-layer weights are stored: "float32", "float16" or "int8"
-  /// (docs/quantization.md); "" takes the model file's "compute_type",
-  /// else float32. quantizeOutputProjection false keeps the output
+  /// How linear-layer weights are stored: "float32", "float16", "bfloat16"
+  /// or "int8" (docs/quantization.md); "" takes the model file's
+  /// "compute_type", else float32. quantizeOutputProjection false keeps the output
   /// projection in float32.
   std::string computeType;
   bool quantizeOutputProjection = true;

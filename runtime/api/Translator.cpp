@@ -150,8 +150,8 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
     sessionOptions.computeType =
         frontend::parseComputeType(options.computeType);
     if (!sessionOptions.computeType)
-      return error("compute type: expected 'float32', 'float16' or 'int8', "
-                   "got '" +
+      return error("compute type: expected 'float32', 'float16', 'bfloat16' "
+                   "or 'int8', got '" +
                    options.computeType + "'");
   }
   sessionOptions.quantizeOutputProjection = options.quantizeOutputProjection;

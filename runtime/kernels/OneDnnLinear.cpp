@@ -175,6 +175,14 @@ void widenHalves(const uint16_t *in, float *out, int64_t n) {
     out[i] = tfmc::halfToFloat(in[i]);
 }
 
+/// bfloat16 is the upper half of a float32.
+void widenBFloat16(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof(float));
+  }
+}
+
 struct LinearPrimitive {
   dnnl::memory::desc src, weights, bias, dst, scratchpad;
   dnnl::primitive primitive;
@@ -253,16 +261,18 @@ public:
     }
   }
 
+  /// 16-bit weights: IEEE halves or, with `brain`, bfloat16.
   void linearF16(const MemRefDescriptor<3> &x,
                  const MemRefDescriptor<2, uint16_t> &w,
                  const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
-                 int32_t activation) {
+                 int32_t activation, bool brain = false) {
     int64_t n = w.sizes[0], k = w.sizes[1];
     int64_t m = x.sizes[0] * x.sizes[1];
     if (w.strides[1] != 1 || w.strides[0] != k || x.sizes[2] != k ||
         !contiguous(x) || !contiguous(y) || y.sizes[2] != n ||
         b.strides[0] != 1) {
-      fail("tfm_rt_linear_f16: unexpected operand layout");
+      fail(brain ? "tfm_rt_linear_bf16: unexpected operand layout"
+                 : "tfm_rt_linear_f16: unexpected operand layout");
       return;
     }
     if (m == 0)
@@ -270,7 +280,8 @@ public:
     if (usePacked(m)) {
       // Halves stay halves: the kernel widens them, half the bytes move.
       const packed::PackedWeight &pw =
-          panels(w.aligned + w.offset, n, k, PanelType::F16);
+          panels(w.aligned + w.offset, n, k,
+                 brain ? PanelType::BF16 : PanelType::F16);
       packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
                      y.aligned + y.offset, activation, packed::preferredIsa(),
                      packedThreads(m, n, k));
@@ -279,7 +290,10 @@ public:
     thread_local std::vector<float> wide;
     if (wide.size() < static_cast<size_t>(n * k))
       wide.resize(n * k);
-    widenHalves(w.aligned + w.offset, wide.data(), n * k);
+    if (brain)
+      widenBFloat16(w.aligned + w.offset, wide.data(), n * k);
+    else
+      widenHalves(w.aligned + w.offset, wide.data(), n * k);
     MemRefDescriptor<2> w32{wide.data(), wide.data(), 0, {n, k}, {k, 1}};
     linear(x, w32, b, y, activation, /*packable=*/false);
   }
@@ -295,7 +309,8 @@ public:
                     const MemRefDescriptor<1> &b,
                     const MemRefDescriptor<1, int32_t> &never, int64_t eos,
                     const MemRefDescriptor<1, int32_t> &allow,
-                    const MemRefDescriptor<1, int32_t> &out) {
+                    const MemRefDescriptor<1, int32_t> &out,
+                    bool brain = false) {
     constexpr bool half = sizeof(*w.aligned) == 2;
     int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
     if (!contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
@@ -326,7 +341,8 @@ public:
     };
     if (usePacked(m)) {
       const packed::PackedWeight &pw = panels(
-          w.aligned + w.offset, n, k, half ? PanelType::F16 : PanelType::F32);
+          w.aligned + w.offset, n, k,
+          !half ? PanelType::F32 : brain ? PanelType::BF16 : PanelType::F16);
       // Blocks of whole panel pairs, m x width floats of about 256 KB.
       int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / m, 256, 8192);
       width -= width % (2 * packed::kPanel);
@@ -350,7 +366,8 @@ public:
       MemRefDescriptor<3> y{block.data(), block.data(), 0, {1, m, n},
                             {m * n, n, 1}};
       if constexpr (half)
-        linearF16(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
+        linearF16(x, w, b, y, static_cast<int32_t>(KernelActivation::None),
+                  brain);
       else
         linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
       scanRows(block.data(), n, 0, n);
@@ -559,23 +576,26 @@ private:
   }
   static constexpr int64_t kMinSplitProducts = int64_t(1) << 17;
 
-  enum class PanelType { F32, F16, I8 };
+  enum class PanelType { F32, F16, BF16, I8 };
 
   /// The weight at `weight` ([n, k] floats, halves or int8) in panel
   /// layout, packed on first use.
   const packed::PackedWeight &panels(const void *weight, int64_t n, int64_t k,
                                      PanelType type) {
-    bool half = type == PanelType::F16, int8 = type == PanelType::I8;
+    bool brain = type == PanelType::BF16;
+    bool half = type == PanelType::F16 || brain, int8 = type == PanelType::I8;
     std::lock_guard<std::mutex> lock(mutex);
     std::deque<packed::PackedWeight> &copies = packedPanels[weight];
     for (const packed::PackedWeight &c : copies)
-      if (c.n == n && c.k == k && c.half == half && c.int8 == int8)
+      if (c.n == n && c.k == k && c.half == half && c.brain == brain &&
+          c.int8 == int8)
         return c;
+    const auto *bits = static_cast<const uint16_t *>(weight);
     copies.push_back(
-        int8 ? packed::packInt8(static_cast<const int8_t *>(weight), n, k)
-        : half
-            ? packed::packHalves(static_cast<const uint16_t *>(weight), n, k)
-            : packed::pack(static_cast<const float *>(weight), n, k));
+        int8    ? packed::packInt8(static_cast<const int8_t *>(weight), n, k)
+        : brain ? packed::packBFloat16(bits, n, k)
+        : half  ? packed::packHalves(bits, n, k)
+                : packed::pack(static_cast<const float *>(weight), n, k));
     return copies.back();
   }
 
@@ -709,6 +729,22 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax_f16(
   OneDnn::get().linearArgmax(*x, *w, *b, *never, eos, *allow, *out);
 }
 
+extern "C" void
+_mlir_ciface_tfm_rt_linear_bf16(MemRefDescriptor<3> *x,
+                                MemRefDescriptor<2, uint16_t> *w,
+                                MemRefDescriptor<1> *b, MemRefDescriptor<3> *y,
+                                int32_t activation) {
+  OneDnn::get().linearF16(*x, *w, *b, *y, activation, /*brain=*/true);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax_bf16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  OneDnn::get().linearArgmax(*x, *w, *b, *never, eos, *allow, *out,
+                             /*brain=*/true);
+}
+
 void tfmc::runtime::releaseKernelWeights(const void *weight) {
   OneDnn::get().release(weight);
 }
@@ -743,5 +779,11 @@ std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   symbols.emplace_back(
       "_mlir_ciface_tfm_rt_linear_argmax_f16",
       reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_argmax_f16));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_bf16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_bf16));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_argmax_bf16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_argmax_bf16));
   return symbols;
 }

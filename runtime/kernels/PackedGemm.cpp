@@ -50,15 +50,29 @@ void packInto(const T *w, int64_t n, int64_t k, std::vector<T> &out) {
   }
 }
 
+/// Eight bfloat16 values as floats.
+__attribute__((target("avx2"))) inline __m256
+widenBFloat16x8(const uint16_t *q) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(
+      _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(q))),
+      16));
+}
+
 /// The two 8-wide halves of panel row `c` as floats.
-template <bool Half>
+template <PanelFormat Format>
 __attribute__((target("avx2,fma,f16c"))) inline void
 loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
-  if constexpr (Half) {
+  if constexpr (Format == PanelFormat::F16) {
     const uint16_t *p = static_cast<const uint16_t *>(panel) + c * kPanel;
     lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     hi = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)));
+  } else if constexpr (Format == PanelFormat::BF16) {
+    // A bfloat16 is the upper half of a float32: widen and shift (exact).
+    const uint16_t *p = static_cast<const uint16_t *>(panel) + c * kPanel;
+    lo = widenBFloat16x8(p);
+    hi = widenBFloat16x8(p + 8);
   } else {
     const float *p = static_cast<const float *>(panel) + c * kPanel;
     lo = _mm256_loadu_ps(p);
@@ -72,7 +86,7 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
 /// tile of a panel (Prefetch) also prefetches the next panel at the same
 /// pace: a few percent on the base model at 16 rows; prefetching in every
 /// tile cost the bundled model 20%.
-template <int Rows, bool Half, bool Prefetch, bool Sparse>
+template <int Rows, PanelFormat Format, bool Prefetch, bool Sparse>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
      const void *panel, const char *nextPanel, const float *bias16,
@@ -83,13 +97,13 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
     lo[r] = b0;
     hi[r] = b1;
   }
-  constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
+  constexpr int64_t rowBytes = kPanel * (Format == PanelFormat::F32 ? 4 : 2);
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     if constexpr (Prefetch)
       _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
     __m256 w0, w1;
-    loadPanelRow<Half>(panel, c, w0, w1);
+    loadPanelRow<Format>(panel, c, w0, w1);
     for (int r = 0; r < Rows; ++r) {
       __m256 a = _mm256_broadcast_ss(x + r * k + c);
       lo[r] = _mm256_fmadd_ps(a, w0, lo[r]);
@@ -102,21 +116,21 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
   }
 }
 
-template <int Rows, bool Half, bool Prefetch>
+template <int Rows, PanelFormat Format, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
           const void *panel, const char *nextPanel, const float *bias16,
           float *out16, int64_t ldy) {
   if (steps)
-    tile<Rows, Half, Prefetch, true>(x, k, steps, count, panel, nextPanel,
+    tile<Rows, Format, Prefetch, true>(x, k, steps, count, panel, nextPanel,
                                      bias16, out16, ldy);
   else
-    tile<Rows, Half, Prefetch, false>(x, k, steps, count, panel, nextPanel,
+    tile<Rows, Format, Prefetch, false>(x, k, steps, count, panel, nextPanel,
                                       bias16, out16, ldy);
 }
 
 /// The tile of `t`'s row count (6, 4, 2 or 1) and steps.
-template <bool Half, bool Prefetch>
+template <PanelFormat Format, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
          const void *panel, const char *nextPanel, const float *bias16,
@@ -125,19 +139,19 @@ tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 6:
-    tileSteps<6, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+    tileSteps<6, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
                                  out16, ldy);
     break;
   case 4:
-    tileSteps<4, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+    tileSteps<4, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
                                  out16, ldy);
     break;
   case 2:
-    tileSteps<2, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+    tileSteps<2, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
                                  out16, ldy);
     break;
   default:
-    tileSteps<1, Half, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
+    tileSteps<1, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
                                  out16, ldy);
     break;
   }
@@ -162,7 +176,7 @@ __attribute__((target("avx2"))) void activate(float *y, int64_t total,
   }
 }
 
-template <bool Half>
+template <PanelFormat Format>
 __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, const RowTiles &plan, const PackedWeight &w,
     const float *bias, float *y, int64_t ldy, int64_t firstColumn,
@@ -174,12 +188,13 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   alignas(32) float scratch[kNarrowTileRows * kPanel];
   alignas(32) float biasTail[kPanel] = {};
   for (int64_t p = firstPanel; p < endPanel; ++p) {
-    const void *panel = Half ? static_cast<const void *>(w.f16.data() +
+    const void *panel = Format != PanelFormat::F32
+                            ? static_cast<const void *>(w.f16.data() +
                                                          p * panelElements)
                              : static_cast<const void *>(w.f32.data() +
                                                          p * panelElements);
     const char *nextPanel =
-        static_cast<const char *>(panel) + panelElements * (Half ? 2 : 4);
+        static_cast<const char *>(panel) + panelElements * (Format == PanelFormat::F32 ? 4 : 2);
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     const float *b = bias + col;
     if (width < kPanel) {
@@ -193,9 +208,9 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
       int64_t ld = full ? ldy : kPanel;
       const float *xr = x + t.row * k;
       if (t.row == 0)
-        tileRows<Half, true>(plan, t, xr, k, panel, nextPanel, b, out, ld);
+        tileRows<Format, true>(plan, t, xr, k, panel, nextPanel, b, out, ld);
       else
-        tileRows<Half, false>(plan, t, xr, k, panel, nextPanel, b, out, ld);
+        tileRows<Format, false>(plan, t, xr, k, panel, nextPanel, b, out, ld);
       if (!full)
         for (int i = 0; i < t.rows; ++i)
           std::memcpy(at + i * ldy, scratch + i * kPanel,
@@ -353,6 +368,12 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
   return p;
 }
 
+PackedWeight packed::packBFloat16(const uint16_t *w, int64_t n, int64_t k) {
+  PackedWeight p = packHalves(w, n, k);
+  p.brain = true;
+  return p;
+}
+
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
                     const float *bias, float *y, int32_t activation, Isa isa,
                     int threads, bool skipZeros) {
@@ -380,10 +401,13 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     end += firstPanel;
     if (wide)
       avx512::linear(x, plan, w, bias, y, ldy, firstColumn, first, end);
-    else if (w.half)
-      run<true>(x, plan, w, bias, y, ldy, firstColumn, first, end);
+    else if (w.format() == PanelFormat::F16)
+      run<PanelFormat::F16>(x, plan, w, bias, y, ldy, firstColumn, first, end);
+    else if (w.format() == PanelFormat::BF16)
+      run<PanelFormat::BF16>(x, plan, w, bias, y, ldy, firstColumn, first,
+                             end);
     else
-      run<false>(x, plan, w, bias, y, ldy, firstColumn, first, end);
+      run<PanelFormat::F32>(x, plan, w, bias, y, ldy, firstColumn, first, end);
     if (activation != static_cast<int32_t>(KernelActivation::None)) {
       int64_t col = first * kPanel, width = std::min(n, end * kPanel) - col;
       for (int64_t r = 0; r < m; ++r)

@@ -49,11 +49,21 @@ bool runs(Isa isa);
 /// "avx2"); what linear() and int8Products() use by default.
 Isa preferredIsa();
 
+/// How float panels store their values: float32, IEEE half or bfloat16
+/// (both widened to float32 exactly in the kernels).
+enum class PanelFormat { F32, F16, BF16 };
+
 /// A weight in panel layout; the last panel (and, for int8, k up to a
 /// multiple of 4) is zero-padded.
 struct PackedWeight {
   int64_t n = 0, k = 0;
-  bool half = false, int8 = false;
+  /// `half`: 16-bit panels (in `f16`), IEEE half or, with `brain`,
+  /// bfloat16.
+  bool half = false, brain = false, int8 = false;
+  PanelFormat format() const {
+    return !half ? PanelFormat::F32 : brain ? PanelFormat::BF16
+                                            : PanelFormat::F16;
+  }
   std::vector<float> f32;
   std::vector<uint16_t> f16;
   std::vector<int8_t> i8;
@@ -65,6 +75,8 @@ struct PackedWeight {
 /// Packs W ([n, k], row-major) as float32 or, from IEEE-half bits, as halves.
 PackedWeight pack(const float *w, int64_t n, int64_t k);
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
+/// ... and from bfloat16 bits (kept in `f16`, with `brain` set).
+PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
 PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
 

@@ -35,11 +35,18 @@ bool packed::avx512::available() {
 
 namespace {
 
-template <bool Half>
+template <PanelFormat Format>
 TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
-  if constexpr (Half)
+  if constexpr (Format == PanelFormat::F16)
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(
         static_cast<const uint16_t *>(panel) + c * kPanel)));
+  else if constexpr (Format == PanelFormat::BF16)
+    // The upper half of a float32: widen and shift (exact).
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i *>(
+                static_cast<const uint16_t *>(panel) + c * kPanel))),
+        16));
   else
     return _mm512_loadu_ps(static_cast<const float *>(panel) + c * kPanel);
 }
@@ -48,7 +55,7 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
 /// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
 /// pair after it at the same pace.
-template <int Rows, int Panels, bool Half, bool Prefetch, bool Sparse>
+template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
                       const float *bias, float *out, int64_t ldy) {
@@ -59,7 +66,7 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
       acc[r][p] = b;
   }
   const char *base = static_cast<const char *>(panel);
-  constexpr int64_t rowBytes = kPanel * (Half ? 2 : 4);
+  constexpr int64_t rowBytes = kPanel * (Format == PanelFormat::F32 ? 4 : 2);
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     __m512 w[Panels];
@@ -67,7 +74,7 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
       const char *pp = base + p * panelBytes;
       if constexpr (Prefetch)
         _mm_prefetch(pp + Panels * panelBytes + c * rowBytes, _MM_HINT_T0);
-      w[p] = loadPanelRow<Half>(pp, c);
+      w[p] = loadPanelRow<Format>(pp, c);
     }
     for (int r = 0; r < Rows; ++r) {
       __m512 a = _mm512_set1_ps(x[r * k + c]);
@@ -80,21 +87,21 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
       _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
 }
 
-template <int Rows, int Panels, bool Half, bool Prefetch>
+template <int Rows, int Panels, PanelFormat Format, bool Prefetch>
 TFMC_AVX512 inline void tileSteps(const float *x, int64_t k,
                                   const int32_t *steps, int64_t count,
                                   const void *panel, int64_t panelBytes,
                                   const float *bias, float *out, int64_t ldy) {
   if (steps)
-    tile<Rows, Panels, Half, Prefetch, true>(x, k, steps, count, panel,
+    tile<Rows, Panels, Format, Prefetch, true>(x, k, steps, count, panel,
                                              panelBytes, bias, out, ldy);
   else
-    tile<Rows, Panels, Half, Prefetch, false>(x, k, steps, count, panel,
+    tile<Rows, Panels, Format, Prefetch, false>(x, k, steps, count, panel,
                                               panelBytes, bias, out, ldy);
 }
 
 /// The tile of `t`'s row count and steps.
-template <int Panels, bool Half, bool Prefetch>
+template <int Panels, PanelFormat Format, bool Prefetch>
 TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
                                  const float *x, int64_t k, const void *panel,
                                  int64_t panelBytes, const float *bias,
@@ -103,36 +110,37 @@ TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 8:
-    tileSteps<8, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+    tileSteps<8, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
     break;
   case 6:
-    tileSteps<6, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+    tileSteps<6, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
     break;
   case 4:
-    tileSteps<4, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+    tileSteps<4, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
     break;
   case 2:
-    tileSteps<2, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+    tileSteps<2, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
     break;
   default:
-    tileSteps<1, Panels, Half, Prefetch>(x, k, steps, count, panel, panelBytes,
+    tileSteps<1, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
                                          bias, out, ldy);
     break;
   }
 }
 
-template <bool Half>
+template <PanelFormat Format>
 TFMC_AVX512 void run(const float *x, const RowTiles &plan,
                      const PackedWeight &w, const float *bias, float *y,
                      int64_t ldy, int64_t firstColumn, int64_t firstPanel,
                      int64_t np) {
   const int64_t n = w.n, k = w.k;
-  const int64_t panelBytes = kPanel * k * (Half ? 2 : 4);
-  const char *all = Half ? reinterpret_cast<const char *>(w.f16.data())
+  const int64_t panelBytes = kPanel * k * (Format == PanelFormat::F32 ? 4 : 2);
+  const char *all = Format != PanelFormat::F32
+                        ? reinterpret_cast<const char *>(w.f16.data())
                          : reinterpret_cast<const char *>(w.f32.data());
   // The last panel of a width that is not a multiple of 16 goes alone,
   // through a scratch block.
@@ -153,14 +161,14 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // Every row tile prefetches the next pair (the later tiles' requests
         // are mostly hits, but dropping them cost 4-10% at 16 and 64 rows).
         float *out = y + t.row * ldy + (col - firstColumn);
-        tileRows<2, Half, true>(plan, t, xr, k, panel, panelBytes, b, out,
+        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, b, out,
                                 ldy);
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);
         float *out = full ? at : scratch;
         int64_t ld = full ? ldy : kPanel;
-        tileRows<1, Half, false>(plan, t, xr, k, panel, panelBytes, b, out, ld);
+        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, b, out, ld);
         if (!full)
           for (int i = 0; i < t.rows; ++i)
             std::memcpy(at + i * ldy, scratch + i * kPanel,
@@ -227,10 +235,20 @@ void packed::avx512::linear(const float *x, const RowTiles &plan,
                             const PackedWeight &w, const float *bias, float *y,
                             int64_t ldy, int64_t firstColumn,
                             int64_t firstPanel, int64_t endPanel) {
-  if (w.half)
-    run<true>(x, plan, w, bias, y, ldy, firstColumn, firstPanel, endPanel);
-  else
-    run<false>(x, plan, w, bias, y, ldy, firstColumn, firstPanel, endPanel);
+  switch (w.format()) {
+  case PanelFormat::F16:
+    run<PanelFormat::F16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
+                          endPanel);
+    break;
+  case PanelFormat::BF16:
+    run<PanelFormat::BF16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
+                           endPanel);
+    break;
+  case PanelFormat::F32:
+    run<PanelFormat::F32>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
+                          endPanel);
+    break;
+  }
 }
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,

@@ -80,6 +80,7 @@ describeArguments(mlir::func::FuncOp func) {
       mlir::Type element = memref.getElementType();
       spec.element = element.isF32()          ? ArgSpec::Element::F32
                      : element.isF16()        ? ArgSpec::Element::F16
+                     : element.isBF16()       ? ArgSpec::Element::BF16
                      : element.isInteger(8)   ? ArgSpec::Element::I8
                                               : ArgSpec::Element::I32;
       for (int64_t d : memref.getShape())
@@ -97,7 +98,7 @@ describeArguments(mlir::func::FuncOp func) {
 static constexpr const char *kKindNames[] = {"weight", "input", "cache",
                                              "output", "weight_scale"};
 static constexpr const char *kElementNames[] = {"f32", "i32", "index", "f16",
-                                                "i8"};
+                                                "i8",  "bf16"};
 
 static std::string writeMetadata(const std::vector<CompiledFunction> &fns,
                                  const std::vector<ProfiledOp> &ops) {

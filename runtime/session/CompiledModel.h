@@ -28,7 +28,7 @@ namespace tfmc::runtime {
 struct ArgSpec {
   /// WeightScale: the per-row scales of the int8 weight `name`.
   enum class Kind { Weight, Input, Cache, Output, WeightScale };
-  enum class Element { F32, I32, Index, F16, I8 };
+  enum class Element { F32, I32, Index, F16, I8, BF16 };
   Kind kind;
   Element element;
   std::string name;

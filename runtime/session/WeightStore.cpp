@@ -1,6 +1,7 @@
 //===- WeightStore.cpp - weights in the form compiled code takes ----------===//
 #include "runtime/session/WeightStore.h"
 
+#include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
@@ -69,6 +70,17 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
       halves[arg.name] = std::move(data);
       break;
     }
+    case ArgSpec::Element::BF16: {
+      // The float32 range: nothing to refuse, every value rounds.
+      if (bfloats.count(arg.name))
+        break;
+      std::vector<uint16_t> data;
+      for (const frontend::TensorView *v : views)
+        for (int64_t i = 0; i < v->numElements(); ++i)
+          data.push_back(tfmc::floatToBFloat16(v->data[i]));
+      bfloats[arg.name] = std::move(data);
+      break;
+    }
     case ArgSpec::Element::I8: {
       if (int8.count(arg.name))
         break;
@@ -124,6 +136,8 @@ const void *WeightStore::data(const ArgSpec &arg) const {
   switch (arg.element) {
   case ArgSpec::Element::F16:
     return halves.at(arg.name).data();
+  case ArgSpec::Element::BF16:
+    return bfloats.at(arg.name).data();
   case ArgSpec::Element::I8:
     return int8.at(arg.name).values;
   default:
@@ -140,6 +154,8 @@ int64_t WeightStore::ownedBytes() const {
   for (const auto &p : packed)
     bytes += p.second.size() * sizeof(float);
   for (const auto &h : halves)
+    bytes += h.second.size() * sizeof(uint16_t);
+  for (const auto &h : bfloats)
     bytes += h.second.size() * sizeof(uint16_t);
   for (const auto &q : int8)
     bytes += q.second.ownedValues.size() +

@@ -60,6 +60,8 @@ private:
   const frontend::Model &model;
   std::map<std::string, std::vector<float>> packed;
   std::map<std::string, std::vector<uint16_t>> halves;
+  /// bfloat16 weights (compute type bfloat16), rounded at load.
+  std::map<std::string, std::vector<uint16_t>> bfloats;
   std::map<std::string, Int8Weight> int8;
   /// Every weight and weight-scale address handed out (released from the
   /// kernels' caches, which hold packed copies of the weights).

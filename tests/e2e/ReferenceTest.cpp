@@ -652,14 +652,18 @@ TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
   // these random-weight fixtures (tiny widths, activation outliers) are its
   // worst case: measured up to 0.10 of the largest logit (a wrong scale or
   // offset gives errors of the logits' own size).
+  // bfloat16 keeps 8 significant bits rather than 11: eight times the
+  // rounding of float16 (measured: float16 up to 0.0016, bfloat16 up to
+  // 0.0097 of the largest logit, both paths, AMD EPYC 2026-12-03).
   bool int8 = type() == frontend::ComputeType::Int8;
-  double bound = (int8 ? 0.12 : 0.002) * c.range;
+  bool brain = type() == frontend::ComputeType::BFloat16;
+  double bound = (int8 ? 0.12 : brain ? 0.016 : 0.002) * c.range;
   EXPECT_LE(c.worst, bound) << "largest |logit difference|; largest |logit| "
                             << c.range;
   // These fixtures have random weights, so many positions are near-ties
   // (margins of 1e-3) that any rounding may flip; the bundled model's test
   // below holds the agreement rate to 99%.
-  EXPECT_GE(c.argmaxAgree, (int8 ? 0.85 : 0.95) * c.positions)
+  EXPECT_GE(c.argmaxAgree, (int8 ? 0.85 : brain ? 0.9 : 0.95) * c.positions)
       << c.argmaxAgree << " of " << c.positions
       << " positions with the reference's argmax";
   RecordProperty("worst_relative", std::to_string(c.worst / c.range));
@@ -701,11 +705,13 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   ASSERT_FALSE(static_cast<bool>((*decoder)->takeError()));
   LogitComparison c = compareLogits(stepped, expected->values, tgt);
   bool int8 = type() == frontend::ComputeType::Int8;
+  bool brain = type() == frontend::ComputeType::BFloat16;
   // As above, plus the keys' and values' rounding to half (2^-11 relative).
-  double bound = (int8 ? 0.12 : 0.003) * c.range;
+  double bound = (int8 ? 0.12 : brain ? 0.017 : 0.003) * c.range;
   EXPECT_LE(c.worst, bound) << "largest |logit difference|; largest |logit| "
                             << c.range;
-  EXPECT_GE(c.argmaxAgree, (int8 ? 0.85 : 0.95) * c.positions)
+  RecordProperty("worst_relative", std::to_string(c.worst / c.range));
+  EXPECT_GE(c.argmaxAgree, (int8 ? 0.85 : brain ? 0.9 : 0.95) * c.positions)
       << c.argmaxAgree << " of " << c.positions
       << " positions with the reference's argmax";
 }
@@ -760,7 +766,10 @@ TEST_P(Quantized, BeamScoresMatchTeacherForcedScores) {
     // Measured: float16 up to 1e-3, int8 up to 0.06 (an input on a rounding
     // midpoint quantizes differently once keys/values are rounded, and
     // these random-weight fixtures amplify it).
-    double bound = type() == frontend::ComputeType::Int8 ? 0.1 : 0.005;
+    // bfloat16: measured up to 1e-3 as well (AMD EPYC, 2026-12-03).
+    double bound = type() == frontend::ComputeType::Int8       ? 0.1
+                   : type() == frontend::ComputeType::BFloat16 ? 0.01
+                                                               : 0.005;
     EXPECT_NEAR(rescored, scores[i], bound * (1 + std::fabs(scores[i])))
         << "hypothesis " << i;
   }
@@ -769,8 +778,8 @@ TEST_P(Quantized, BeamScoresMatchTeacherForcedScores) {
 
 /// The bundled zh->en model against the reference's teacher-forced
 /// decisions (tests/reference/make_bundled_topk.py): float32 and float16
-/// agree wherever the reference's margin is above rounding noise; int8 at
-/// 99% of the positions at least.
+/// agree wherever the reference's margin is above rounding noise; int8 and
+/// bfloat16 at 99% of the positions at least.
 class Bundled : public ::testing::TestWithParam<std::tuple<bool, frontend::ComputeType>> {};
 
 TEST_P(Bundled, TeacherForcedArgmaxAgreesWithTheReference) {
@@ -829,7 +838,8 @@ TEST_P(Bundled, TeacherForcedArgmaxAgreesWithTheReference) {
         ++clearDisagree;
     }
   }
-  if (type == frontend::ComputeType::Int8)
+  if (type == frontend::ComputeType::Int8 ||
+      type == frontend::ComputeType::BFloat16)
     EXPECT_GE(agree, 0.99 * total) << agree << " of " << total;
   else
     EXPECT_EQ(clearDisagree, 0) << agree << " of " << total;
@@ -911,6 +921,7 @@ INSTANTIATE_TEST_SUITE_P(
                                                ? fixtureNames("forward")
                                                : std::vector<std::string>()),
                        ::testing::Values(frontend::ComputeType::Float16,
+                                         frontend::ComputeType::BFloat16,
                                          frontend::ComputeType::Int8)),
     [](const auto &info) {
       std::string n = std::get<0>(info.param);
@@ -925,6 +936,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(kernelPaths()),
                        ::testing::Values(frontend::ComputeType::Float32,
                                          frontend::ComputeType::Float16,
+                                         frontend::ComputeType::BFloat16,
                                          frontend::ComputeType::Int8)),
     [](const auto &info) {
       return std::string(std::get<0>(info.param) ? "onednn_" : "loops_") +
@@ -936,6 +948,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(fixtureNames("forward")),
                        ::testing::ValuesIn(kernelPaths()),
                        ::testing::Values(frontend::ComputeType::Float16,
+                                         frontend::ComputeType::BFloat16,
                                          frontend::ComputeType::Int8)),
     quantizedCaseName);
 

@@ -120,12 +120,13 @@ def test_gil_is_released(zh_en):
 
 
 def test_compute_types_keep_the_translations():
-    # float16 and int8 weights translate the committed test sentences as the
-    # float32 reference does (int8: at least 90% of the lines).
+    # float16, bfloat16 and int8 weights translate the committed test
+    # sentences as the float32 reference does (bfloat16 and int8: at least
+    # 90% of the lines).
     sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
     expected = read_lines(os.path.join(INPUTS, "expected.en"))
     cache = os.environ.get("TFMC_CACHE_DIR", "")
-    for compute_type, needed in (("float16", 1.0), ("int8", 0.9)):
+    for compute_type, needed in (("float16", 1.0), ("bfloat16", 0.9), ("int8", 0.9)):
         t = tfmc.Translator(ZH_EN, compute_type=compute_type, cache_dir=cache)
         out = t.translate(sentences, max_length=128)
         same = sum(a == b for a, b in zip(out, expected))

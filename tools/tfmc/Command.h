@@ -79,7 +79,7 @@ private:
   llvm::cl::opt<std::string> value;
 };
 
-/// `--compute-type float32|float16|int8` and
+/// `--compute-type float32|float16|bfloat16|int8` and
 /// `--quantize-output-projection`, registered on one subcommand.
 class ComputeTypeOptions {
 public:

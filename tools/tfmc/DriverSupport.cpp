@@ -56,14 +56,16 @@ ComputeTypeOptions::ComputeTypeOptions(cl::SubCommand &sub,
                                        cl::OptionCategory &cat)
     : value("compute-type",
             cl::desc("How linear-layer weights are stored: 'float32', "
-                     "'float16' (half weights, float32 arithmetic) or 'int8' "
+                     "'float16' or 'bfloat16' (16-bit weights, float32 "
+                     "arithmetic) or 'int8' "
                      "(per-row int8 weights, dynamically quantized inputs); "
                      "default: the model file's \"compute_type\", else "
                      "float32"),
             cl::value_desc("TYPE"), cl::init(""), cl::sub(sub), cl::cat(cat)),
       quantizeOutputProjection(
           "quantize-output-projection",
-          cl::desc("With float16/int8, store the output projection that way "
+          cl::desc("With float16/bfloat16/int8, store the output projection "
+                   "that way "
                    "too (default true; =false keeps it float32)"),
           cl::init(true), cl::sub(sub), cl::cat(cat)) {}
 
@@ -75,7 +77,7 @@ ComputeTypeOptions::type() const {
     return t;
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "--compute-type: expected 'float32', "
-                                 "'float16' or 'int8', got '" +
+                                 "'float16', 'bfloat16' or 'int8', got '" +
                                      value + "'");
 }
 

@@ -59,7 +59,7 @@ Value KernelBuilder::vload(Value memref, ValueRange indices, int64_t width) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   Value v = b.create<vector::LoadOp>(loc, VectorType::get({width}, element),
                                      memref, indices);
-  if (element.isF16())
+  if (element.isF16() || element.isBF16())
     v = b.create<arith::ExtFOp>(loc, VectorType::get({width}, b.getF32Type()),
                                 v);
   return v;
@@ -89,7 +89,7 @@ Value KernelBuilder::load(Value memref, ValueRange indices) {
 
 Value KernelBuilder::loadWide(Value memref, ValueRange indices) {
   Value v = load(memref, indices);
-  if (v.getType().isF16())
+  if (v.getType().isF16() || v.getType().isBF16())
     v = b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
   return v;
 }

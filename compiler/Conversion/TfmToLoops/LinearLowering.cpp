@@ -164,6 +164,33 @@ struct LinearLowering : public TfmLowering<LinearOp> {
   }
 };
 
+/// `v` as a memref of `v`'s rank with every extent dynamic.
+static Value dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
+                           Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
+  return rewriter.create<memref::CastOp>(
+      loc, MemRefType::get(shape, type.getElementType()), v);
+}
+
+/// Calls the runtime's library kernel `kernel` (C interface), declaring it
+/// on first use.
+static void callLibraryKernel(ConversionPatternRewriter &rewriter,
+                              Operation *op, StringRef kernel,
+                              ValueRange args) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto callee = module.lookupSymbol<func::FuncOp>(kernel);
+  if (!callee) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
+    callee = rewriter.create<func::FuncOp>(
+        op->getLoc(), kernel, rewriter.getFunctionType(args.getTypes(), {}));
+    callee.setPrivate();
+    callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  }
+  rewriter.create<func::CallOp>(op->getLoc(), callee, args);
+}
+
 /// tfm.linear -> call @tfm_rt_linear(x, w, b, y, activation), operands
 /// cast to fully dynamic memrefs so one declaration serves every shape.
 /// Below `minRows` rows (batch x sequence) the layer is a matrix-vector
@@ -195,16 +222,14 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
                        adaptor.getBias(), out);
       rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
     }
-    auto dynamic = [&](Value v) -> Value {
-      auto type = cast<MemRefType>(v.getType());
-      SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
-      return rewriter.create<memref::CastOp>(
-          op.getLoc(), MemRefType::get(shape, type.getElementType()), v);
+    auto dynamic = [&](Value v) {
+      return dynamicMemRef(rewriter, op.getLoc(), v);
     };
     // One runtime kernel per weight type: float32, f16 (widened per call),
     // i8 (+ the scale after the weight).
     Type element = op.getWeight().getType().getElementType();
     StringRef kernel = element.isF16()        ? kLinearF16Kernel
+                       : element.isBF16()     ? kLinearBF16Kernel
                        : element.isInteger(8) ? kLinearI8Kernel
                                               : kLinearKernel;
     SmallVector<Value> args{dynamic(adaptor.getInput()),
@@ -215,18 +240,7 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
     args.push_back(rewriter.create<arith::ConstantOp>(
         op.getLoc(),
         rewriter.getI32IntegerAttr(static_cast<int32_t>(op.getActivation()))));
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(kernel);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToEnd(module.getBody());
-      callee = rewriter.create<func::FuncOp>(
-          op.getLoc(), kernel,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-    }
-    rewriter.create<func::CallOp>(op.getLoc(), callee, args);
+    callLibraryKernel(rewriter, op, kernel, args);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -374,14 +388,13 @@ struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
                                tokens);
       rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
     }
-    auto dynamic = [&](Value v) -> Value {
-      auto type = cast<MemRefType>(v.getType());
-      SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
-      return rewriter.create<memref::CastOp>(
-          op.getLoc(), MemRefType::get(shape, type.getElementType()), v);
+    auto dynamic = [&](Value v) {
+      return dynamicMemRef(rewriter, op.getLoc(), v);
     };
-    bool half = op.getWeight().getType().getElementType().isF16();
-    StringRef kernel = half ? kLinearArgmaxF16Kernel : kLinearArgmaxKernel;
+    Type element = op.getWeight().getType().getElementType();
+    StringRef kernel = element.isF16()    ? kLinearArgmaxF16Kernel
+                       : element.isBF16() ? kLinearArgmaxBF16Kernel
+                                          : kLinearArgmaxKernel;
     Value eos = rewriter.create<arith::IndexCastOp>(
         op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
     SmallVector<Value> args{dynamic(x),
@@ -391,18 +404,7 @@ struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
                             eos,
                             dynamic(adaptor.getAllowEos()),
                             dynamic(tokens)};
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(kernel);
-    if (!callee) {
-      OpBuilder::InsertionGuard inner(rewriter);
-      rewriter.setInsertionPointToEnd(module.getBody());
-      callee = rewriter.create<func::FuncOp>(
-          op.getLoc(), kernel,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-    }
-    rewriter.create<func::CallOp>(op.getLoc(), callee, args);
+    callLibraryKernel(rewriter, op, kernel, args);
     rewriter.replaceOp(op, tokens);
     return success();
   }

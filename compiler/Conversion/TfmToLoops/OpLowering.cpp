@@ -38,6 +38,8 @@ std::string kernelName(StringRef base, TypeRange types) {
       name += "i8";
     else if (element.isF16())
       name += "f16";
+    else if (element.isBF16())
+      name += "bf16";
   }
   return name;
 }

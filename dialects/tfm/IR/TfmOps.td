@@ -11,8 +11,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 // nn.Linear layout [out, in].
 def Tfm_Activations : 3DTensorOf<[F32]>;
 def Tfm_Matrix : 2DTensorOf<[F32]>;
-// A linear layer's weight: float32, IEEE half, or int8 with per-row scales.
-def Tfm_LinearWeight : 2DTensorOf<[F32, F16, I8]>;
+// A linear layer's weight: float32, IEEE half, bfloat16, or int8 with
+// per-row scales.
+def Tfm_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8]>;
 def Tfm_Vector : 1DTensorOf<[F32]>;
 def Tfm_TokenIds : 2DTensorOf<[I32]>;
 def Tfm_Lengths : 1DTensorOf<[I32]>;
@@ -91,6 +92,8 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
     The weight may be stored in a smaller type (`tfm-quantize`); the
     arithmetic stays float32 unless said otherwise:
     * `f16`: IEEE half weights, widened to float32 in the kernel.
+    * `bf16`: bfloat16 weights (the upper half of a float32), widened to
+      float32 in the kernel.
     * `i8`: symmetric per-output-row quantization, `W[n, k] ≈ scale[n] ·
       Wq[n, k]` with `Wq` in [-127, 127]; the `scale` operand (float32, one
       per output row) is required. The kernel quantizes each input row
@@ -146,7 +149,7 @@ def Tfm_LinearArgmaxOp : Tfm_Op<"linear_argmax", [Pure]> {
           tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
     ```
   }];
-  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16]>:$weight,
+  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16]>:$weight,
                        Tfm_Vector:$bias, 1DTensorOf<[I32]>:$never,
                        Index:$eos, 1DTensorOf<[I32]>:$allow_eos);
   let results = (outs 1DTensorOf<[I32]>:$result);

@@ -42,13 +42,13 @@ def TfmMergeProjections : Pass<"tfm-merge-projections", "func::FuncOp"> {
 }
 
 def TfmQuantize : Pass<"tfm-quantize", "func::FuncOp"> {
-  let summary = "stores linear-layer weights as int8 (with scales) or float16";
+  let summary = "stores linear-layer weights as int8 (with scales), float16 or bfloat16";
   let description = [{
     Every `tfm.linear` whose weight is a function argument (`tfm.weight`)
     used only as linear weights gets that argument's element type changed:
     `i8` adds a float32 argument of one scale per output row, tagged
     `tfm.weight_scale` with the weight's name, passed to the linears as
-    their `scale` operand; `f16` changes the type only. The runtime
+    their `scale` operand; `f16` and `bf16` change the type only. The runtime
     quantizes (or converts) the float32 weights once at load, or takes
     pre-quantized int8 tensors from the weights file. The output projection
     (`linear.weight`) is included unless `output-projection=false`.
@@ -56,7 +56,7 @@ def TfmQuantize : Pass<"tfm-quantize", "func::FuncOp"> {
   }];
   let options = [
     Option<"computeType", "compute-type", "std::string", "\"int8\"",
-           "the weights' storage type: int8 or float16">,
+           "the weights' storage type: int8, float16 or bfloat16">,
     Option<"outputProjection", "output-projection", "bool", "true",
            "also quantize the output projection (linear.weight)">,
   ];
@@ -75,7 +75,7 @@ def TfmHalfCaches : Pass<"tfm-half-caches", "ModuleOp"> {
     is rounded with `tfm.narrow` and becomes float16 too. Attention widens
     keys and values as it loads them; `tfm.cache_write` rounds what it
     stores. Queries, scores and sums stay float32. Part of the fused stage
-    for the float16 and int8 compute types.
+    for the float16, bfloat16 and int8 compute types.
   }];
 }
 

@@ -27,9 +27,11 @@ struct TfmQuantizePass : public tfm::impl::TfmQuantizeBase<TfmQuantizePass> {
       storage = IntegerType::get(ctx, 8);
     else if (computeType == "float16")
       storage = Float16Type::get(ctx);
+    else if (computeType == "bfloat16")
+      storage = BFloat16Type::get(ctx);
     else {
-      func.emitError() << "tfm-quantize: compute-type must be 'int8' or "
-                          "'float16', got '"
+      func.emitError() << "tfm-quantize: compute-type must be 'int8', "
+                          "'float16' or 'bfloat16', got '"
                        << computeType << "'";
       return signalPassFailure();
     }

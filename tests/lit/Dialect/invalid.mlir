@@ -283,7 +283,7 @@ func.func @linear_scale_rows(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi8>, %b: ten
 // -----
 
 func.func @linear_i4(%x: tensor<?x?x8xf32>, %w: tensor<16x8xi4>, %b: tensor<16xf32>) {
-  // expected-error @+1 {{operand #1 must be 2D tensor of 32-bit float or 16-bit float or 8-bit signless integer values}}
+  // expected-error @+1 {{operand #1 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values}}
   %h = tfm.linear none %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xi4>, tensor<16xf32> -> tensor<?x?x16xf32>
   return
 }

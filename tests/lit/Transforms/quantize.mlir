@@ -1,5 +1,6 @@
 // RUN: tfm-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(tfm-quantize))' | FileCheck %s --check-prefix=I8
 // RUN: tfm-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(tfm-quantize{compute-type=float16}))' | FileCheck %s --check-prefix=F16
+// RUN: tfm-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(tfm-quantize{compute-type=bfloat16}))' | FileCheck %s --check-prefix=BF16
 // RUN: tfm-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(tfm-quantize{output-projection=false}))' | FileCheck %s --check-prefix=KEEP
 // RUN: not tfm-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(tfm-quantize{compute-type=int4}))' 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -26,12 +27,20 @@
 // F16-NOT: weight_scale
 // F16: tfm.linear relu %{{.+}} : tensor<?x?x8xf32>, tensor<16x8xf16>, tensor<16xf32> -> tensor<?x?x16xf32>
 
+// bfloat16: the same with bf16.
+// BF16-LABEL: func.func @ffn
+// BF16-SAME: tensor<16x8xbf16> {tfm.weight = "ff.linear1.weight"}
+// BF16-SAME: tensor<8x16xbf16> {tfm.weight = "ff.linear2.weight"}
+// BF16-SAME: tensor<41x8xbf16> {tfm.weight = "linear.weight"}
+// BF16-NOT: weight_scale
+// BF16: tfm.linear relu %{{.+}} : tensor<?x?x8xf32>, tensor<16x8xbf16>, tensor<16xf32> -> tensor<?x?x16xf32>
+
 // output-projection=false leaves linear.weight in float32.
 // KEEP-LABEL: func.func @ffn
 // KEEP-SAME: tensor<41x8xf32> {tfm.weight = "linear.weight"}
 // KEEP: tfm.linear none %{{.+}} : tensor<?x?x8xf32>, tensor<41x8xf32>, tensor<41xf32> -> tensor<?x?x41xf32>
 
-// BAD: tfm-quantize: compute-type must be 'int8' or 'float16', got 'int4'
+// BAD: tfm-quantize: compute-type must be 'int8', 'float16' or 'bfloat16', got 'int4'
 func.func @ffn(%x: tensor<?x?x8xf32>,
                %w1: tensor<16x8xf32> {tfm.weight = "ff.linear1.weight"}, %b1: tensor<16xf32> {tfm.weight = "ff.linear1.bias"},
                %w2: tensor<8x16xf32> {tfm.weight = "ff.linear2.weight"}, %b2: tensor<8xf32> {tfm.weight = "ff.linear2.bias"},

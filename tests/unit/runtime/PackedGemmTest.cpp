@@ -1,5 +1,6 @@
 //===- PackedGemmTest.cpp - the packed-panel kernels against plain loops --===//
 #include "runtime/kernels/PackedGemm.h"
+#include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
@@ -37,28 +38,39 @@ std::vector<packed::Isa> isasHere() {
   return isas;
 }
 
-TEST(PackedGemm, Float32AndFloat16MatchPlainLoops) {
+TEST(PackedGemm, Float32Float16AndBFloat16MatchPlainLoops) {
   if (!packed::availableOnThisCpu())
     GTEST_SKIP() << "needs AVX2 and FMA";
   std::mt19937 rng(3);
+  using packed::PanelFormat;
   for (packed::Isa isa : isasHere())
     for (Shape s : kShapes)
       for (int64_t m = 1; m <= 13; ++m)
-        for (bool half : {false, true})
+        for (PanelFormat format :
+             {PanelFormat::F32, PanelFormat::F16, PanelFormat::BF16})
           for (int32_t act : {0, 1, 2}) {
+            int half = static_cast<int>(format);
             std::vector<float> x = normal(m * s.k, rng),
                                w = normal(s.n * s.k, rng), b = normal(s.n, rng),
                                y(m * s.n);
             std::vector<uint16_t> halves(w.size());
-            if (half)
+            // w becomes what the kernel multiplies.
+            if (format == PanelFormat::F16)
               for (size_t i = 0; i < w.size(); ++i) {
                 halves[i] = tfmc::floatToHalf(w[i]);
-                w[i] =
-                    tfmc::halfToFloat(halves[i]); // what the kernel multiplies
+                w[i] = tfmc::halfToFloat(halves[i]);
+              }
+            if (format == PanelFormat::BF16)
+              for (size_t i = 0; i < w.size(); ++i) {
+                halves[i] = tfmc::floatToBFloat16(w[i]);
+                w[i] = tfmc::bfloat16ToFloat(halves[i]);
               }
             packed::PackedWeight pw =
-                half ? packed::packHalves(halves.data(), s.n, s.k)
-                     : packed::pack(w.data(), s.n, s.k);
+                format == PanelFormat::F16
+                    ? packed::packHalves(halves.data(), s.n, s.k)
+                : format == PanelFormat::BF16
+                    ? packed::packBFloat16(halves.data(), s.n, s.k)
+                    : packed::pack(w.data(), s.n, s.k);
             packed::linear(x.data(), m, pw, b.data(), y.data(), act, isa);
             for (int64_t r = 0; r < m; ++r)
               for (int64_t c = 0; c < s.n; ++c) {
@@ -128,15 +140,17 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
   std::mt19937 rng(7);
   for (Shape s : {Shape{512, 512}, Shape{1000, 256}, Shape{48, 77}})
     for (int64_t m : {1, 5, 6, 16, 23, 64})
-      for (bool half : {false, true}) {
+      for (int half : {0, 1, 2}) { // float32, float16, bfloat16
         std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
                            b = normal(s.n, rng);
         std::vector<uint16_t> halves(w.size());
         for (size_t i = 0; i < w.size(); ++i)
-          halves[i] = tfmc::floatToHalf(w[i]);
+          halves[i] = half == 2 ? tfmc::floatToBFloat16(w[i])
+                                : tfmc::floatToHalf(w[i]);
         packed::PackedWeight pw =
-            half ? packed::packHalves(halves.data(), s.n, s.k)
-                 : packed::pack(w.data(), s.n, s.k);
+            half == 1   ? packed::packHalves(halves.data(), s.n, s.k)
+            : half == 2 ? packed::packBFloat16(halves.data(), s.n, s.k)
+                        : packed::pack(w.data(), s.n, s.k);
         std::vector<float> y2(m * s.n), y512(m * s.n);
         packed::linear(x.data(), m, pw, b.data(), y2.data(), 1,
                        packed::Isa::Avx2);

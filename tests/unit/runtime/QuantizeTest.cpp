@@ -1,5 +1,6 @@
 //===- QuantizeTest.cpp - int8 and float16 conversions --------------------===//
 #include "compiler/Conversion/Passes.h"
+#include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
@@ -114,6 +115,44 @@ TEST(Quantize, HalfRoundsToNearestEven) {
   EXPECT_EQ(tfmc::floatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_TRUE(std::isnan(
       tfmc::halfToFloat(tfmc::floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+} // namespace
+
+namespace {
+
+float fromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// bfloat16 storage (compute type bfloat16): round to nearest, ties to the
+/// even significand; exact round trips; infinities and NaNs kept.
+TEST(BFloat16, RoundsToNearestEven) {
+  EXPECT_EQ(tfmc::floatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(tfmc::bfloat16ToFloat(0x3f80), 1.0f);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties to even (1).
+  EXPECT_EQ(tfmc::floatToBFloat16(fromBits(0x3f808000)), 0x3f80);
+  // 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: to 1 + 2^-6.
+  EXPECT_EQ(tfmc::floatToBFloat16(fromBits(0x3f818000)), 0x3f82);
+  // Just above halfway rounds up.
+  EXPECT_EQ(tfmc::floatToBFloat16(fromBits(0x3f808001)), 0x3f81);
+  EXPECT_EQ(tfmc::floatToBFloat16(-2.5f), 0xc020);
+  EXPECT_EQ(tfmc::floatToBFloat16(INFINITY), 0x7f80);
+  EXPECT_EQ(tfmc::floatToBFloat16(-INFINITY), 0xff80);
+  // The largest float rounds up into infinity, as binary32 -> bfloat16 must.
+  EXPECT_EQ(tfmc::floatToBFloat16(fromBits(0x7f7fffff)), 0x7f80);
+  uint16_t nan = tfmc::floatToBFloat16(NAN);
+  EXPECT_TRUE(std::isnan(tfmc::bfloat16ToFloat(nan)));
+  // A NaN whose payload sits in the low half stays a NaN.
+  EXPECT_TRUE(std::isnan(tfmc::bfloat16ToFloat(
+      tfmc::floatToBFloat16(fromBits(0x7f800001)))));
+  for (uint32_t b = 0; b < 0x10000; b += 7) {
+    float f = tfmc::bfloat16ToFloat(static_cast<uint16_t>(b));
+    if (!std::isnan(f))
+      EXPECT_EQ(tfmc::floatToBFloat16(f), b);
+  }
 }
 
 } // namespace
