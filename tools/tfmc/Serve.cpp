@@ -9,6 +9,11 @@
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/server/TranslationServer.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
 namespace cl = llvm::cl;
 
 namespace tfmc::driver {
@@ -39,11 +44,25 @@ public:
         maxSentences("max-sentences",
                      cl::desc("Sentences per request at most (413 beyond)"),
                      cl::init(256), cl::sub(sub), cl::cat(cat)),
-        threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
-                cl::sub(sub), cl::cat(cat)),
+        threads("threads",
+                cl::desc("Threads for compiled code (default: this "
+                         "machine's cores; a server's batches use them all)"),
+                cl::init(coresHere()), cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), cache(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
+
+  /// The cores this process may run on (its affinity mask: a container's
+  /// share, not the host's count), at least 1 and at most kMaxThreads.
+  static int coresHere() {
+    unsigned n = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      n = static_cast<unsigned>(CPU_COUNT(&set));
+    if (n == 0)
+      n = std::thread::hardware_concurrency();
+    return static_cast<int>(std::clamp<unsigned>(n, 1, kMaxThreads));
+  }
 
   int run() override {
     auto library = kernels.useLibrary();
