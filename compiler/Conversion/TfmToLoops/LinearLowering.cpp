@@ -164,6 +164,25 @@ struct LinearLowering : public TfmLowering<LinearOp> {
   }
 };
 
+/// Below `minRows` rows, a layer runs its loop kernel (`loops`, emitted in
+/// the then-branch of an scf.if on the row count) rather than the library
+/// call the caller emits next: the insertion point is left in the
+/// else-branch (the caller holds an InsertionGuard). Nothing is emitted
+/// when minRows <= 1.
+static void branchOnFewRows(ConversionPatternRewriter &rewriter,
+                            KernelBuilder &k, Value rows, int64_t minRows,
+                            function_ref<void()> loops) {
+  if (minRows <= 1)
+    return;
+  Location loc = k.location();
+  Value few = rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                             rows, k.index(minRows));
+  auto choice = rewriter.create<scf::IfOp>(loc, few, /*withElseRegion=*/true);
+  rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+  loops();
+  rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+}
+
 /// `v` as a memref of `v`'s rank with every extent dynamic.
 static Value dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
                            Value v) {
@@ -209,19 +228,13 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
     KernelBuilder k(rewriter, op.getLoc());
     Value out = allocRows(k, resultType(op), adaptor.getInput());
     OpBuilder::InsertionGuard guard(rewriter);
-    if (minRows > 1) {
-      Value rows = k.mulIndex(k.dim(adaptor.getInput(), 0),
-                              k.dim(adaptor.getInput(), 1));
-      Value few = rewriter.create<arith::CmpIOp>(
-          op.getLoc(), arith::CmpIPredicate::ult, rows, k.index(minRows));
-      auto choice = rewriter.create<scf::IfOp>(op.getLoc(), few,
-                                               /*withElseRegion=*/true);
-      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+    Value rows = k.mulIndex(k.dim(adaptor.getInput(), 0),
+                            k.dim(adaptor.getInput(), 1));
+    branchOnFewRows(rewriter, k, rows, minRows, [&] {
       callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
                        adaptor.getWeight(), adaptor.getScale(),
                        adaptor.getBias(), out);
-      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
-    }
+    });
     auto dynamic = [&](Value v) {
       return dynamicMemRef(rewriter, op.getLoc(), v);
     };
@@ -375,19 +388,12 @@ struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
                                            rewriter.getI32Type()),
                            {k.dim(x, 0)});
     OpBuilder::InsertionGuard guard(rewriter);
-    if (minRows > 1) {
-      Value few = rewriter.create<arith::CmpIOp>(
-          op.getLoc(), arith::CmpIPredicate::ult, k.dim(x, 0),
-          k.index(minRows));
-      auto choice = rewriter.create<scf::IfOp>(op.getLoc(), few,
-                                               /*withElseRegion=*/true);
-      rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
       lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
                                adaptor.getBias(), adaptor.getNever(),
                                adaptor.getEos(), adaptor.getAllowEos(),
                                tokens);
-      rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
-    }
+    });
     auto dynamic = [&](Value v) {
       return dynamicMemRef(rewriter, op.getLoc(), v);
     };
