@@ -158,6 +158,17 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
 
 void BatchDecoder::useGreedyStep(CallFrame &greedy,
                                  const SpecialIds &special) {
+  // The per-layer argument indices were looked up in decode_step; a
+  // decode_greedy that does not share them is not used (greedy search then
+  // takes decode_step's logits).
+  for (int64_t l = 0; l < layers; ++l)
+    for (const char *kv : {"key.", "value."}) {
+      std::string suffix = kv + std::to_string(l);
+      int i = static_cast<int>(2 * l + (kv[0] == 'v'));
+      if (greedy.find("cross_" + suffix) != crossArgs[i] ||
+          greedy.find("self_" + suffix) != selfArgs[i])
+        return;
+    }
   greedyFrame = &greedy;
   neverIds.resize(special.never.size());
   std::copy(special.never.begin(), special.never.end(), neverIds.data());
