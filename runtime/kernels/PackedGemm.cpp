@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,12 +28,40 @@ bool packed::runs(Isa isa) {
                           : availableOnThisCpu() && avx512::available();
 }
 
+Isa packed::isaFor(const char *forced, bool avx512Runs, std::string &note) {
+  Isa best = avx512Runs ? Isa::Avx512 : Isa::Avx2;
+  const char *bestName = avx512Runs ? "avx512" : "avx2";
+  note.clear();
+  if (!forced || !*forced)
+    return best;
+  if (std::strcmp(forced, "avx2") == 0)
+    return Isa::Avx2;
+  if (std::strcmp(forced, "avx512") == 0) {
+    if (!avx512Runs)
+      note = std::string("TFMC_KERNEL_ISA=avx512: this CPU does not run the "
+                         "AVX-512 kernels (F, BW, VL and VNNI); using ") +
+             bestName;
+    return best;
+  }
+  if (std::strcmp(forced, "amx") == 0) {
+    note = std::string("TFMC_KERNEL_ISA=amx: this build has no AMX kernels; "
+                       "using ") +
+           bestName;
+    return best;
+  }
+  note = std::string("TFMC_KERNEL_ISA=") + forced +
+         ": expected avx2, avx512 or amx; using " + bestName;
+  return best;
+}
+
 Isa packed::preferredIsa() {
   static const Isa isa = [] {
-    const char *forced = std::getenv("TFMC_KERNEL_ISA");
-    if (forced && std::strcmp(forced, "avx2") == 0)
-      return Isa::Avx2;
-    return runs(Isa::Avx512) ? Isa::Avx512 : Isa::Avx2;
+    std::string note;
+    Isa chosen =
+        isaFor(std::getenv("TFMC_KERNEL_ISA"), runs(Isa::Avx512), note);
+    if (!note.empty())
+      std::fprintf(stderr, "tfmc: note: %s\n", note.c_str());
+    return chosen;
   }();
   return isa;
 }

@@ -22,6 +22,7 @@
 #define RUNTIME_KERNELS_PACKEDGEMM_H
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tfmc::runtime::packed {
@@ -48,6 +49,12 @@ bool runs(Isa isa);
 /// The best of them here (AVX-512 where it runs and TFMC_KERNEL_ISA is not
 /// "avx2"); what linear() and int8Products() use by default.
 Isa preferredIsa();
+/// The kernels for a TFMC_KERNEL_ISA value (`forced`, null when unset) on a
+/// CPU where AVX-512 does or does not run: "avx2" forces the AVX2 kernels,
+/// "avx512" asks for the AVX-512 ones; a value that cannot be honoured
+/// ("avx512" without AVX-512, "amx": this build has no AMX kernels, or an
+/// unknown name) gives the best kernels here and one line in `note`.
+Isa isaFor(const char *forced, bool avx512Runs, std::string &note);
 
 /// How float panels store their values: float32, IEEE half or bfloat16
 /// (both widened to float32 exactly in the kernels).
