@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 
 using namespace tfmc::runtime;
 
@@ -15,6 +17,21 @@ static int64_t elementBytes(const CallFrame &frame, int index) {
   return frame.function().args[index].element == ArgSpec::Element::F16
              ? 2
              : sizeof(float);
+}
+
+/// `frame`'s argument indices of the cross-attention keys/values and of the
+/// self-attention caches, [2 * layer + {0: keys, 1: values}].
+static std::pair<std::vector<int>, std::vector<int>>
+layerArguments(const CallFrame &frame, int64_t layers) {
+  std::vector<int> cross, self;
+  for (int64_t l = 0; l < layers; ++l) {
+    for (const char *kv : {"key.", "value."}) {
+      std::string suffix = kv + std::to_string(l);
+      cross.push_back(frame.find("cross_" + suffix));
+      self.push_back(frame.find("self_" + suffix));
+    }
+  }
+  return {std::move(cross), std::move(self)};
 }
 
 char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
@@ -33,13 +50,7 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   capacity = std::clamp<int64_t>(shape.initialPositions, 1, limit);
   // Argument indices of the per-layer buffers, looked up once rather than
   // by name at every step.
-  for (int64_t l = 0; l < layers; ++l) {
-    for (const char *kv : {"key.", "value."}) {
-      std::string suffix = kv + std::to_string(l);
-      crossArgs.push_back(frame.find("cross_" + suffix));
-      selfArgs.push_back(frame.find("self_" + suffix));
-    }
-  }
+  std::tie(crossArgs, selfArgs) = layerArguments(frame, layers);
   if (layers > 0) {
     crossBytes = elementBytes(frame, crossArgs[0]);
     selfBytes = elementBytes(frame, selfArgs[0]);
@@ -161,14 +172,8 @@ void BatchDecoder::useGreedyStep(CallFrame &greedy,
   // The per-layer argument indices were looked up in decode_step; a
   // decode_greedy that does not share them is not used (greedy search then
   // takes decode_step's logits).
-  for (int64_t l = 0; l < layers; ++l)
-    for (const char *kv : {"key.", "value."}) {
-      std::string suffix = kv + std::to_string(l);
-      int i = static_cast<int>(2 * l + (kv[0] == 'v'));
-      if (greedy.find("cross_" + suffix) != crossArgs[i] ||
-          greedy.find("self_" + suffix) != selfArgs[i])
-        return;
-    }
+  if (layerArguments(greedy, layers) != std::make_pair(crossArgs, selfArgs))
+    return;
   greedyFrame = &greedy;
   neverIds.resize(special.never.size());
   std::copy(special.never.begin(), special.never.end(), neverIds.data());
