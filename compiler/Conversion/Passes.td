@@ -11,10 +11,12 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
     result becomes a trailing memref argument that the caller owns, keeping
     the result's attributes), tensors to memrefs, and each tfm op to a loop
     nest over buffers: vectorisable row loops for linear layers, layer norm
-    and residuals, and for attention one loop nest per (row, head, query)
-    with the mask as a loop bound and an online softmax (running maximum
-    and sum, rescaled once per block of 16 keys whose scores sit in a
-    16-float scratch row), so no score matrix is ever stored. Intermediate buffers are
+    and residuals, and for attention one loop nest per (row, query) with
+    the mask as a loop bound: for head sizes that are a multiple of 8 the
+    keys and values are read in memory order (all heads of a key at once,
+    scores in a [heads, keys] scratch row, an exact softmax per head),
+    otherwise one nest per (row, head, query) with an online softmax over
+    blocks of 16 keys; no [batch, heads, q, k] score tensor is ever stored. Intermediate buffers are
     allocated in the function and freed before it returns.
 
     With `use-library-calls`, `tfm.linear` becomes a call of the runtime's

@@ -95,7 +95,7 @@ Description describe(Operation *op,
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     d.fused = "scores + " +
               stringifyMaskKind(attention.getMaskKind()).str() +
-              " mask + online softmax + values";
+              " mask + softmax + values";
     d.lines.push_back("heads " + std::to_string(attention.getNumHeads()));
     if (isa<MemRefType>(attention.getKey().getType()))
       d.lines.push_back("keys/values: KV cache " +

@@ -90,6 +90,36 @@ func.func @attention_key_rows(%q: tensor<?x1x8xf32>, %k: tensor<?x?x8xf32>, %l: 
 
 // -----
 
+// Head sizes that are a multiple of 8: the keys and values are read in
+// memory order (every head's score of key j from its one contiguous row, into
+// a [heads, keys] scratch buffer freed after the kernel's loops), each head's
+// softmax runs over its whole score row in vectors of 8, the value rows are
+// prefetched while the keys are scored and the next row's keys while the
+// values are summed, and still no [batch, heads, q_len, k_len] buffer.
+// CHECK-LABEL: func.func @attention_memory_order
+// CHECK-NOT: memref<?x?x?x?x
+// CHECK: func.func private @tfm_attention_causal_h2
+// CHECK: %[[SCORES:.+]] = memref.alloc(%{{.+}}) {alignment = 64 : i64} : memref<?xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.prefetch %{{.+}}, read, locality<2>, data
+// CHECK-COUNT-2: vector.fma
+// CHECK: memref.store %{{.+}}, %[[SCORES]]
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp %{{.+}} : vector<8xf32>
+// CHECK: memref.prefetch
+// CHECK: vector.fma
+// CHECK: memref.dealloc %[[SCORES]]
+// CHECK-NOT: memref<?x?x?x?x
+func.func @attention_memory_order(%q: tensor<?x?x16xf32>, %k: memref<?x?x16xf32>, %p: index) -> tensor<?x?x16xf32> {
+  %o = tfm.attention causal %q, %k, %k heads 2 scale 0.5 query_offset(%p) kv_length(%p)
+      : (tensor<?x?x16xf32>, memref<?x?x16xf32>, memref<?x?x16xf32>, index, index) -> tensor<?x?x16xf32>
+  return %o : tensor<?x?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @cache_write
 // CHECK-SAME: (%[[V:.+]]: memref<?x1x8xf32>, %[[C:.+]]: memref<?x?x8xf32>, %[[P:.+]]: index)
 // The step's [B, 1, D] shape is generalised so the kernel is shared with
