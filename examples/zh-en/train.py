@@ -120,6 +120,16 @@ def add_dropout(model, p, attention_p):
     model.decoder_embedding.register_forward_hook(hook)
 
 
+def drop_words(ids, p, generator):
+    """Word dropout (Sennrich & Zhang, 2019): each non-special token becomes
+    <unk> with probability p, so the model cannot lean on every input word
+    being present. Training only; pad and bos stay."""
+    if p <= 0:
+        return ids
+    hit = (torch.rand(ids.shape, generator=generator) < p) & (ids > UNK)
+    return ids.masked_fill(hit, UNK)
+
+
 def rdrop_loss(model, src, tgt_in, tgt_out, args, ntok):
     """R-Drop (Liang et al., 2021): the batch runs twice in one forward pass
     (two independent dropout masks); the objective is the mean smoothed
@@ -311,6 +321,14 @@ def main():
     p.add_argument("--dropout", type=float, default=0.3)
     p.add_argument("--attention-dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--extra", nargs=2, action="append", default=[], metavar=("ZH", "EN"),
+                   help="more training pairs, line-aligned files (e.g. the train split translated by "
+                        "other models: data diversification); the tokenizers still learn from "
+                        "the train split only")
+    p.add_argument("--word-dropout", type=float, default=0.0,
+                   help="probability that a decoder input token becomes <unk> in training")
+    p.add_argument("--source-word-dropout", type=float, default=0.0,
+                   help="probability that a source token becomes <unk> in training")
     p.add_argument("--rdrop", type=float, default=0.0,
                    help="R-Drop: weight of the symmetric KL between two dropout passes (0: off)")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
@@ -366,11 +384,20 @@ def main():
         log(args.work, f"resumed from {os.path.basename(existing[-1])} (step {step})")
 
     pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(train_zh, train_en)]
+    for zh_path, en_path in args.extra:
+        extra_zh, extra_en = read_lines(zh_path), read_lines(en_path)
+        if len(extra_zh) != len(extra_en):
+            sys.exit(f"error: {zh_path} and {en_path} differ in length")
+        pairs += [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(extra_zh, extra_en)
+                  if z.strip() and e.strip()]
     dev_pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(dev_zh, dev_en)]
     n_params = sum(p.numel() for p in model.parameters())
     log(args.work, f"{len(pairs)} pairs, vocab {sp_src.get_piece_size()}/{sp_tgt.get_piece_size()}, "
         f"{n_params / 1e6:.2f}M parameters, {args.threads} thread(s)")
 
+    # Word-dropout masks depend only on (seed, step), like the batch order.
+    noise = torch.Generator()
+    noise.manual_seed(args.seed * 7919 + step)
     start = time.time()
     last_eval = start
     while epoch < args.epochs and time.time() - start < args.hours * 3600:
@@ -382,6 +409,8 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             src, tgt_in, tgt_out = tensors(model, pairs, idx)
+            src = drop_words(src, args.source_word_dropout, noise)
+            tgt_in = drop_words(tgt_in, args.word_dropout, noise)
             ntok = int((tgt_out != PAD).sum())
             if args.rdrop > 0:
                 loss, objective = rdrop_loss(model, src, tgt_in, tgt_out, args, ntok)
