@@ -8,8 +8,11 @@ sinusoidal positions; by default pre-norm with scaled embeddings and the
 target embedding tied to the output projection). Dropout is added during
 training only (forward hooks, and the reference attention's
 training-only `attention_dropout`), so the exported state_dict has exactly
-the names and shapes tfmc expects. SentencePiece models (pad=0, bos=1, eos=2, unk=3) are
-trained first with Debian's python3-sentencepiece.
+the names and shapes tfmc expects. Optional regularisers: word dropout on
+either side (--word-dropout, --source-word-dropout), R-Drop (--rdrop); more
+training pairs from files (--extra ZH EN, e.g. the train split translated
+by other models). SentencePiece models (pad=0, bos=1, eos=2, unk=3) are
+trained first, on the train split only, with Debian's python3-sentencepiece.
 
 Training is resumable: every epoch writes WORK/ckpt-NNNN.pt (model, optimiser,
 step, epoch); a new run continues from the newest one until --hours of wall
