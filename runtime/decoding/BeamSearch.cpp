@@ -1,13 +1,11 @@
 //===- BeamSearch.cpp - beam search with length normalisation -------------===//
 #include "runtime/decoding/BeamSearch.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/kernels/TopKScan.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
-#include <immintrin.h>
-#include <limits>
 
 using namespace tfmc::runtime;
 
@@ -37,156 +35,9 @@ struct Row {
   bool done = false;
 };
 
-/// exp(x) for x <= 0 in float: x = n ln2 + r with |r| <= ln2/2, exp(r) by
-/// its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the
-/// exponent bits. Written branch-free so that the loop below vectorises.
-__attribute__((always_inline)) inline float expNonPositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick.
-  float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
-/// sum_v exp(logits[v] - max), eight partial sums at a time. Always
-/// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
-/// the baseline).
-__attribute__((always_inline)) inline float
-sumExpBody(const float *logits, int64_t vocab, float max) {
-  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t v = 0;
-  for (; v + 8 <= vocab; v += 8)
-    for (int k = 0; k < 8; ++k)
-      partial[k] += expNonPositive(logits[v + k] - max);
-  float sum = 0;
-  for (; v < vocab; ++v)
-    sum += expNonPositive(logits[v] - max);
-  for (float p : partial)
-    sum += p;
-  return sum;
-}
-
-__attribute__((target("avx2,fma"))) float sumExpAvx2(const float *logits,
-                                                     int64_t vocab, float max) {
-  return sumExpBody(logits, vocab, max);
-}
-
-float sumExpGeneric(const float *logits, int64_t vocab, float max) {
-  return sumExpBody(logits, vocab, max);
-}
-
-float sumExp(const float *logits, int64_t vocab, float max) {
-  static const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2 ? sumExpAvx2(logits, vocab, max)
-              : sumExpGeneric(logits, vocab, max);
-}
-
-constexpr int64_t kBlock = 16;
-
-/// The largest of each block of kBlock logits (NaNs ignored); returns the
-/// largest of all. `blocks` has ceil(vocab / kBlock) entries.
-__attribute__((target("avx2"))) float blockMaximaAvx2(const float *logits,
-                                                      int64_t vocab,
-                                                      float *blocks) {
-  const __m256 lowest =
-      _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256 all = lowest;
-  int64_t b = 0, v = 0;
-  for (; v + kBlock <= vocab; v += kBlock, ++b) {
-    // max_ps(x, m) keeps m when x is NaN.
-    __m256 m = _mm256_max_ps(_mm256_loadu_ps(logits + v), lowest);
-    m = _mm256_max_ps(_mm256_loadu_ps(logits + v + 8), m);
-    all = _mm256_max_ps(m, all);
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m),
-                          _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    blocks[b] = _mm_cvtss_f32(h);
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, all);
-  float max = -std::numeric_limits<float>::infinity();
-  for (float x : lanes)
-    max = x > max ? x : max;
-  if (v < vocab) {
-    float m = -std::numeric_limits<float>::infinity();
-    for (; v < vocab; ++v)
-      m = logits[v] > m ? logits[v] : m;
-    blocks[b] = m;
-    max = m > max ? m : max;
-  }
-  return max;
-}
-
-float blockMaximaGeneric(const float *logits, int64_t vocab, float *blocks) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0, v = 0; v < vocab; v += kBlock, ++b) {
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t i = v; i < std::min(v + kBlock, vocab); ++i)
-      m = logits[i] > m ? logits[i] : m;
-    blocks[b] = m;
-    max = m > max ? m : max;
-  }
-  return max;
-}
-
-float blockMaxima(const float *logits, int64_t vocab, float *blocks) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 ? blockMaximaAvx2(logits, vocab, blocks)
-              : blockMaximaGeneric(logits, vocab, blocks);
-}
-
-/// The log_softmax of one row is logits[v] - shift: its ranking is the
-/// logits' ranking, so only the chosen candidates need their value. `max`
-/// is the row's largest logit.
-float logSoftmaxShift(const float *logits, int64_t vocab, float max) {
-  return max + std::log(sumExp(logits, vocab, max));
-}
-
 double normalised(double score, int64_t length, double alpha) {
   return score / std::pow(double(length), alpha);
 }
-
-/// Keeps the best `capacity` candidates of one hypothesis, best first by
-/// (score desc, token asc). Tokens arrive in ascending order, so a later
-/// token ties below an earlier one.
-class TopCandidates {
-public:
-  explicit TopCandidates(size_t capacity) : capacity(capacity) {}
-  void clear() { items.clear(); }
-  void offer(double score, int64_t hypothesis, int32_t token) {
-    if (items.size() == capacity && !(score > items.back().score))
-      return;
-    Candidate c{score, hypothesis, token};
-    auto at = std::upper_bound(items.begin(), items.end(), c,
-                               [](const Candidate &x, const Candidate &y) {
-                                 return x.score > y.score;
-                               });
-    items.insert(at, c);
-    if (items.size() > capacity)
-      items.pop_back();
-  }
-  const std::vector<Candidate> &best() const { return items; }
-  /// Whether `score` could still enter.
-  bool wants(double score) const {
-    return items.size() < capacity || score > items.back().score;
-  }
-
-private:
-  size_t capacity;
-  std::vector<Candidate> items;
-};
 
 /// Gives the row's next hypotheses the decoder slots sources.size() ..
 /// + next.size() - 1 (appending their parents' slots to `sources` and
@@ -272,9 +123,14 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   std::vector<int32_t> tokens(rows, special.start);
   std::vector<float> guarded;
   bool guards = guardsActive(options);
-  TopCandidates top(2 * beam);
   int64_t wanted = std::clamp<int64_t>(options.nBest, 1, beam);
-  std::vector<float> blockMax((vocab + kBlock - 1) / kBlock);
+  // Each hypothesis's best 2K and log_softmax shift (TopKScan.h: the
+  // fused projection tfm.linear_topk computes the same bits).
+  TopKScan scan;
+  ScanExclusions excluded;
+  excluded.never = special.never.data();
+  excluded.neverCount = static_cast<int64_t>(special.never.size());
+  excluded.eos = special.eos;
 
   for (int64_t step = 0; step < longest; ++step) {
     const float *logits = decoder.step(tokens);
@@ -298,33 +154,17 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
           banned = repeatedNgramTokens(a.ids, options.noRepeatNgramSize);
           hypothesisLogits = guarded.data();
         }
-        float max = blockMaxima(hypothesisLogits, vocab, blockMax.data());
-        float shift = logSoftmaxShift(hypothesisLogits, vocab, max);
-        bool allowEos = static_cast<int64_t>(a.ids.size()) >= options.minLength;
-        top.clear();
-        const int32_t *nextBanned = banned.data();
-        const int32_t *bannedEnd = banned.data() + banned.size();
-        // Blocks of 16 logits whose largest cannot enter are skipped whole
-        // (most of them, once the first 2K are in).
-        for (int64_t first = 0; first < vocab; first += kBlock) {
-          int64_t end = std::min(first + kBlock, vocab);
-          if (!top.wants(blockMax[first / kBlock]))
-            continue;
-          for (int64_t v = first; v < end; ++v) {
-            auto id = static_cast<int32_t>(v);
-            while (nextBanned != bannedEnd && *nextBanned < id)
-              ++nextBanned;
-            if ((nextBanned != bannedEnd && *nextBanned == id) ||
-                special.neverChosen(id) || (id == special.eos && !allowEos))
-              continue;
-            top.offer(hypothesisLogits[v], static_cast<int64_t>(h), id);
-          }
-        }
+        excluded.allowEos =
+            static_cast<int64_t>(a.ids.size()) >= options.minLength;
+        excluded.banned = banned.data();
+        excluded.bannedCount = static_cast<int64_t>(banned.size());
+        scan.reset(2 * beam);
+        scan.add(hypothesisLogits, 0, vocab, excluded);
         // From logits to total scores, for the few that matter.
-        for (Candidate c : top.best()) {
-          c.score = a.score + double(static_cast<float>(c.score) - shift);
-          candidates.push_back(c);
-        }
+        float shift = scan.shift();
+        for (const TopKCandidate &c : scan.best())
+          candidates.push_back({a.score + double(c.value - shift),
+                                static_cast<int64_t>(h), c.id});
       }
       auto better = [](const Candidate &x, const Candidate &y) {
         if (x.score != y.score)

@@ -13,6 +13,9 @@ bool ScanExclusions::excludesAnyIn(int64_t first, int64_t end) const {
   for (int64_t i = 0; i < neverCount; ++i)
     if (never[i] >= first && never[i] < end)
       return true;
+  for (int64_t i = 0; i < bannedCount; ++i)
+    if (banned[i] >= first && banned[i] < end)
+      return true;
   return false;
 }
 

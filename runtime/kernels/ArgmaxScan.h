@@ -17,19 +17,25 @@
 
 namespace tfmc::runtime {
 
-/// The ids a scan skips: `never` (ascending, `neverCount` of them) always,
-/// `eos` unless `allowEos`.
+/// The ids a scan skips: `never` (ascending, `neverCount` of them) and
+/// `banned` (a repetition guard's, `bannedCount`) always, `eos` unless
+/// `allowEos`.
 struct ScanExclusions {
   const int32_t *never = nullptr;
   int64_t neverCount = 0;
   int64_t eos = -1;
   bool allowEos = true;
+  const int32_t *banned = nullptr;
+  int64_t bannedCount = 0;
 
   bool excludes(int64_t id) const {
     if (id == eos && !allowEos)
       return true;
     for (int64_t i = 0; i < neverCount; ++i)
       if (never[i] == id)
+        return true;
+    for (int64_t i = 0; i < bannedCount; ++i)
+      if (banned[i] == id)
         return true;
     return false;
   }

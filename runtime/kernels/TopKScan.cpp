@@ -1,0 +1,192 @@
+//===- TopKScan.cpp - beam search's candidates over blocks of logits ------===//
+#include "runtime/kernels/TopKScan.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+constexpr float kLowest = -std::numeric_limits<float>::infinity();
+
+/// exp(x) for x <= 0 in float: x = n ln2 + r with |r| <= ln2/2, exp(r) by
+/// its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the
+/// exponent bits. Written branch-free so that the loop below vectorises.
+__attribute__((always_inline)) inline float expNonPositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick.
+  float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+/// sum_v exp(values[v] - max), eight partial sums in id order. Always
+/// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
+/// the baseline): both give the same bits.
+__attribute__((always_inline)) inline float
+sumExpBody(const float *values, int64_t count, float max) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t v = 0;
+  for (; v + 8 <= count; v += 8)
+    for (int k = 0; k < 8; ++k)
+      partial[k] += expNonPositive(values[v + k] - max);
+  float sum = 0;
+  for (; v < count; ++v)
+    sum += expNonPositive(values[v] - max);
+  for (float p : partial)
+    sum += p;
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float
+sumExpAvx2(const float *values, int64_t count, float max) {
+  return sumExpBody(values, count, max);
+}
+
+float sumExpGeneric(const float *values, int64_t count, float max) {
+  return sumExpBody(values, count, max);
+}
+
+bool haveAvx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+float sumExp(const float *values, int64_t count, float max) {
+  static const bool avx2 = haveAvx2() && __builtin_cpu_supports("fma");
+  return avx2 ? sumExpAvx2(values, count, max)
+              : sumExpGeneric(values, count, max);
+}
+
+constexpr int64_t kBlock = 16;
+
+/// The largest of each block of kBlock values (NaNs ignored; -inf for a
+/// block of NaNs); returns the largest of all.
+__attribute__((target("avx2"))) float
+blockMaximaAvx2(const float *values, int64_t count, float *blocks) {
+  const __m256 lowest = _mm256_set1_ps(kLowest);
+  __m256 all = lowest;
+  int64_t b = 0, v = 0;
+  for (; v + kBlock <= count; v += kBlock, ++b) {
+    // max_ps(x, m) keeps m when x is NaN.
+    __m256 m = _mm256_max_ps(_mm256_loadu_ps(values + v), lowest);
+    m = _mm256_max_ps(_mm256_loadu_ps(values + v + 8), m);
+    all = _mm256_max_ps(m, all);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m),
+                          _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    blocks[b] = _mm_cvtss_f32(h);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, all);
+  float max = kLowest;
+  for (float x : lanes)
+    max = x > max ? x : max;
+  if (v < count) {
+    float m = kLowest;
+    for (; v < count; ++v)
+      m = values[v] > m ? values[v] : m;
+    blocks[b] = m;
+    max = m > max ? m : max;
+  }
+  return max;
+}
+
+float blockMaximaGeneric(const float *values, int64_t count, float *blocks) {
+  float max = kLowest;
+  for (int64_t b = 0, v = 0; v < count; v += kBlock, ++b) {
+    float m = kLowest;
+    for (int64_t i = v; i < std::min(v + kBlock, count); ++i)
+      m = values[i] > m ? values[i] : m;
+    blocks[b] = m;
+    max = m > max ? m : max;
+  }
+  return max;
+}
+
+float blockMaxima(const float *values, int64_t count, float *blocks) {
+  return haveAvx2() ? blockMaximaAvx2(values, count, blocks)
+                    : blockMaximaGeneric(values, count, blocks);
+}
+
+} // namespace
+
+void TopKScan::reset(int64_t capacity) {
+  this->capacity = std::max<int64_t>(capacity, 0);
+  items.clear();
+  max = kLowest;
+  sum = 0;
+}
+
+void TopKScan::offer(float value, int32_t id) {
+  if (!wants(value))
+    return;
+  // Best first by value; an equal value ranks after (ids arrive in order).
+  TopKCandidate c{value, id};
+  auto at = std::upper_bound(items.begin(), items.end(), c,
+                             [](const TopKCandidate &x, const TopKCandidate &y) {
+                               return x.value > y.value;
+                             });
+  items.insert(at, c);
+  if (static_cast<int64_t>(items.size()) > capacity)
+    items.pop_back();
+}
+
+void TopKScan::add(const float *values, int64_t first, int64_t count,
+                   const ScanExclusions &excluded) {
+  assert(first % kChunk == 0 && "blocks start at a chunk boundary");
+  float blocks[kChunk / kBlock];
+  for (int64_t c = 0; c < count; c += kChunk) {
+    const float *chunk = values + c;
+    int64_t n = std::min(kChunk, count - c);
+    float chunkMax = blockMaxima(chunk, n, blocks);
+    // The chunk into the running maximum and sum. A chunk of -inf adds
+    // nothing (NaN if it holds a NaN); only finite maxima rescale.
+    float chunkSum = 0;
+    if (chunkMax == kLowest) {
+      for (int64_t v = 0; v < n; ++v)
+        if (chunk[v] != chunk[v])
+          chunkSum = chunk[v];
+      sum += chunkSum;
+    } else {
+      chunkSum = sumExp(chunk, n, chunkMax);
+      if (chunkMax > max) {
+        sum = (max == kLowest ? sum : sum * expNonPositive(max - chunkMax)) +
+              chunkSum;
+        max = chunkMax;
+      } else {
+        sum += chunkSum * expNonPositive(chunkMax - max);
+      }
+    }
+    // Candidates: blocks of kBlock whose largest cannot enter are skipped
+    // whole (most of them, once the first `capacity` are in).
+    int64_t base = first + c;
+    for (int64_t b = 0; b * kBlock < n; ++b) {
+      if (!wants(blocks[b]))
+        continue;
+      int64_t end = std::min(n, (b + 1) * kBlock);
+      for (int64_t v = b * kBlock; v < end; ++v)
+        if (!excluded.excludes(base + v))
+          offer(chunk[v], static_cast<int32_t>(base + v));
+    }
+  }
+}
+
+float TopKScan::shift() const { return max + std::log(sum); }

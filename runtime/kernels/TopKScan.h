@@ -1,0 +1,65 @@
+//===- TopKScan.h - beam search's candidates over blocks of logits -*- C++ -*-===//
+//
+// What beam search takes from one hypothesis's row of logits (DESIGN.md):
+// the row's log_softmax shift (log Σ exp over every id) and its best
+// `capacity` allowed ids, ranked by value (ties: the lower id first). Its
+// candidates' scores are then value - shift.
+//
+// TopKScan keeps both across consecutive blocks of the row, so that an
+// output projection fused with the search (tfm.linear_topk) can compute the
+// logits a block at a time and never hold the whole row. The shift is
+// summed over fixed chunks of kChunk ids: each chunk's own maximum m and
+// Σ exp(x - m) (eight partial sums in id order), then the chunks in order
+// into a running maximum and sum. Any split of the row into blocks whose
+// boundaries are multiples of kChunk gives the same bits, so the fused
+// kernel and a search over the whole row agree exactly.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_TOPKSCAN_H
+#define RUNTIME_KERNELS_TOPKSCAN_H
+
+#include "runtime/kernels/ArgmaxScan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tfmc::runtime {
+
+struct TopKCandidate {
+  float value; // the logit
+  int32_t id;
+};
+
+class TopKScan {
+public:
+  /// Ids per chunk of the shift's sum; block boundaries are multiples.
+  static constexpr int64_t kChunk = 256;
+
+  /// Starts a row; keeps at most `capacity` candidates.
+  void reset(int64_t capacity);
+  /// Scans ids [first, first + count), whose logits are values[0..count).
+  /// `first` is a multiple of kChunk, and so is `count` unless the block
+  /// ends the row.
+  void add(const float *values, int64_t first, int64_t count,
+           const ScanExclusions &excluded);
+  /// log Σ exp(logit) over every id scanned (allowed or not).
+  float shift() const;
+  /// The best allowed ids scanned, best first.
+  const std::vector<TopKCandidate> &best() const { return items; }
+
+private:
+  void offer(float value, int32_t id);
+  bool wants(float value) const {
+    return static_cast<int64_t>(items.size()) < capacity ||
+           value > items.back().value;
+  }
+
+  int64_t capacity = 0;
+  std::vector<TopKCandidate> items;
+  float max = 0, sum = 0;
+  bool any = false;
+};
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_TOPKSCAN_H
