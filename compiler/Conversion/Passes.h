@@ -36,6 +36,13 @@ inline constexpr const char *kLinearArgmaxF16Kernel =
     "tfm_rt_linear_argmax_f16";
 inline constexpr const char *kLinearArgmaxBF16Kernel =
     "tfm_rt_linear_argmax_bf16";
+/// ... and of tfm.linear_topk's, and the candidate scan its loop kernels
+/// call (in every build).
+inline constexpr const char *kLinearTopkKernel = "tfm_rt_linear_topk";
+inline constexpr const char *kLinearTopkF16Kernel = "tfm_rt_linear_topk_f16";
+inline constexpr const char *kLinearTopkBF16Kernel =
+    "tfm_rt_linear_topk_bf16";
+inline constexpr const char *kTopkScanKernel = "tfm_rt_topk_scan";
 /// int8 linear layers quantize each input row to [-63, 63]: 7 bits, so that
 /// the unsigned-times-signed byte products of AVX2 kernels without VNNI
 /// (vpmaddubsw sums pairs into int16) can never saturate: 2 · 127 · 127 <

@@ -92,6 +92,12 @@ Description describe(Operation *op,
     d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w));
     if (std::string name = weightName(argmax.getWeight()); !name.empty())
       d.lines.push_back(name);
+  } else if (auto topk = dyn_cast<LinearTopkOp>(op)) {
+    Type w = topk.getWeight().getType();
+    d.fused = "projection + log_softmax + best candidates (no logits stored)";
+    d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w));
+    if (std::string name = weightName(topk.getWeight()); !name.empty())
+      d.lines.push_back(name);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     d.fused = "scores + " +
               stringifyMaskKind(attention.getMaskKind()).str() +

@@ -69,8 +69,10 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
     // Keys/values in float16 halve what attention reads per decoder step.
     pm.addPass(createTfmHalfCaches());
   }
-  // Last: decode_greedy copies decode_step as it will be compiled.
+  // Last: decode_greedy and decode_beam copy decode_step as it will be
+  // compiled.
   pm.addPass(createTfmGreedyHead());
+  pm.addPass(createTfmBeamHead());
 }
 
 void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,

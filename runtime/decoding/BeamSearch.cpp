@@ -132,8 +132,26 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   excluded.neverCount = static_cast<int64_t>(special.never.size());
   excluded.eos = special.eos;
 
+  // Without repetition guards the decoder can end its steps in the
+  // candidates (decode_beam): the same bits, without the logits.
+  bool fused = options.fusedSteps && !guards && decoder.hasBeamStep();
+  int64_t count = 2 * beam;
+  std::vector<int32_t> allowEos;
+
   for (int64_t step = 0; step < longest; ++step) {
-    const float *logits = decoder.step(tokens);
+    const float *logits = nullptr;
+    IncrementalDecoder::Candidates fusedCandidates;
+    if (fused) {
+      allowEos.assign(decoder.activeSlots(), 0);
+      for (const Row &row : state)
+        if (!row.done)
+          for (const Active &a : row.active)
+            allowEos[a.slot] =
+                static_cast<int64_t>(a.ids.size()) >= options.minLength;
+      fusedCandidates = decoder.beamStep(tokens, allowEos, count);
+    } else {
+      logits = decoder.step(tokens);
+    }
     std::vector<int64_t> sources;
     std::vector<int32_t> nextTokens;
     for (int64_t r = 0; r < rows; ++r) {
@@ -146,6 +164,14 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
       std::vector<Candidate> candidates;
       for (size_t h = 0; h < row.active.size(); ++h) {
         const Active &a = row.active[h];
+        if (fused) {
+          const float *values = fusedCandidates.values + a.slot * count;
+          const int32_t *ids = fusedCandidates.ids + a.slot * count;
+          for (int64_t i = 0; i < count && ids[i] >= 0; ++i)
+            candidates.push_back(
+                {a.score + double(values[i]), static_cast<int64_t>(h), ids[i]});
+          continue;
+        }
         const float *hypothesisLogits = logits + a.slot * vocab;
         std::vector<int32_t> banned;
         if (guards) {

@@ -135,7 +135,7 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
   std::vector<float> guarded;
   // Without guards only each row's choice is needed: a decoder that can
   // make it inside the step (decode_greedy) never writes the logits.
-  bool fused = !guards && decoder.hasGreedyStep();
+  bool fused = options.fusedSteps && !guards && decoder.hasGreedyStep();
   std::vector<int32_t> allowEos;
 
   for (int64_t step = 0; step < longest && !slotRow.empty(); ++step) {

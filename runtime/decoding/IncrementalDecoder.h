@@ -38,6 +38,29 @@ public:
   }
   /// Whether greedyStep() works here.
   virtual bool hasGreedyStep() const { return false; }
+  /// The best candidates of each active slot's step, as beam search takes
+  /// them from the logits: slot i's `count` best allowed ids (no banned
+  /// ids; eos only where allowEos[i] is non-zero; ties to the lower id) at
+  /// ids[i * count ..], best first, and their log_softmax values at
+  /// values[i * count ..] (the bits TopKScan computes over the logits;
+  /// id -1 past the allowed ones).
+  struct Candidates {
+    const float *values = nullptr;
+    const int32_t *ids = nullptr;
+  };
+  /// Feeds one token per active slot, as step() does, and returns the
+  /// slots' candidates without making the logits, valid until the next
+  /// call; {} when this decoder cannot (then step() is the way).
+  virtual Candidates beamStep(llvm::ArrayRef<int32_t> tokens,
+                              llvm::ArrayRef<int32_t> allowEos,
+                              int64_t count) {
+    (void)tokens;
+    (void)allowEos;
+    (void)count;
+    return {};
+  }
+  /// Whether beamStep() works here.
+  virtual bool hasBeamStep() const { return false; }
   /// A failure of a step (a kernel error), reported once the search ends;
   /// the search itself always terminates.
   virtual llvm::Error takeError() { return llvm::Error::success(); }
@@ -87,6 +110,11 @@ struct SearchOptions {
   /// Logits of tokens already generated are divided by this when positive,
   /// multiplied when negative (1: off).
   double repetitionPenalty = 1.0;
+  /// Steps that end in the search's choices (greedyStep(), beamStep())
+  /// where the decoder has them and no repetition guard is on; false:
+  /// always step()'s logits. Both give the same results bit for bit (the
+  /// tests compare them); the fused steps never write the logits.
+  bool fusedSteps = true;
 };
 
 /// The most tokens a row whose source has `sourceTokens` tokens (eos

@@ -62,6 +62,10 @@ std::vector<std::pair<std::string, void *>> kernelSymbols();
 /// per size class for reuse (BufferPool.cpp).
 std::vector<std::pair<std::string, void *>> bufferPoolSymbols();
 
+/// ... and the search kernels' (SearchKernels.cpp: the candidate scan the
+/// loop kernels of tfm.linear_topk call), in every build.
+std::vector<std::pair<std::string, void *>> searchKernelSymbols();
+
 } // namespace tfmc::runtime
 
 #endif // RUNTIME_KERNELS_KERNELABI_H

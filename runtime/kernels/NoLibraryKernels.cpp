@@ -11,6 +11,9 @@ int64_t tfmc::runtime::libraryKernelMinRows() { return 8; }
 void tfmc::runtime::setKernelThreads(int) {}
 std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
-  return bufferPoolSymbols();
+  auto symbols = bufferPoolSymbols();
+  for (auto &symbol : searchKernelSymbols())
+    symbols.push_back(symbol);
+  return symbols;
 }
 void tfmc::runtime::releaseKernelWeights(const void *) {}

@@ -27,6 +27,7 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
 #include "runtime/kernels/ArgmaxScan.h"
+#include "runtime/kernels/TopKScan.h"
 #include "runtime/kernels/RowTiles.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -298,54 +299,38 @@ public:
     linear(x, w32, b, y, activation, /*packable=*/false);
   }
 
-  /// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
-  /// outputs linear() or linearF16() would give, computed exactly as they
-  /// compute them. Where they run the packed kernels (decoder steps), the
-  /// outputs are made a block of columns at a time in a buffer that stays
-  /// in cache (about 256 KB), so the [m, n] logits are never written;
-  /// otherwise the whole output is made and scanned.
-  template <typename Weight>
-  void linearArgmax(const MemRefDescriptor<3> &x, const Weight &w,
-                    const MemRefDescriptor<1> &b,
-                    const MemRefDescriptor<1, int32_t> &never, int64_t eos,
-                    const MemRefDescriptor<1, int32_t> &allow,
-                    const MemRefDescriptor<1, int32_t> &out,
-                    bool brain = false) {
+  /// The outputs linear() or linearF16() would give for x, computed
+  /// exactly as they compute them, handed to `scan(values, ld, first,
+  /// count)` a block of columns at a time: where they run the packed
+  /// kernels (decoder steps), blocks of about 256 KB that stay in cache
+  /// (whole chunks of TopKScan::kChunk columns), so the [m, n] outputs are
+  /// never written; otherwise the whole output at once. False (after
+  /// fail()) when the operands are not laid out as expected.
+  template <typename Weight, typename Scan>
+  bool scanOutputs(const char *kernel, const MemRefDescriptor<3> &x,
+                   const Weight &w, const MemRefDescriptor<1> &b, bool brain,
+                   Scan scan) {
     constexpr bool half = sizeof(*w.aligned) == 2;
     int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
     if (!contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
-        w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
-        allow.sizes[0] != m || out.sizes[0] != m ||
-        (never.sizes[0] > 0 && never.strides[0] != 1) ||
-        (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
-      fail("tfm_rt_linear_argmax: unexpected operand layout");
-      return;
+        w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n) {
+      fail(std::string(kernel) + ": unexpected operand layout");
+      return false;
     }
     if (m == 0)
-      return;
+      return true;
     const float *bias = b.aligned + b.offset;
-    thread_local std::vector<ArgmaxScan> scans;
-    scans.assign(m, ArgmaxScan());
-    ScanExclusions excluded;
-    excluded.never = never.aligned + never.offset;
-    excluded.neverCount = never.sizes[0];
-    excluded.eos = eos;
-    const int32_t *allowed = allow.aligned + allow.offset;
     thread_local std::vector<float> block;
-    auto scanRows = [&](const float *values, int64_t ld, int64_t first,
-                        int64_t count) {
-      for (int64_t r = 0; r < m; ++r) {
-        excluded.allowEos = allowed[r] != 0;
-        scans[r].add(values + r * ld, first, count, excluded);
-      }
-    };
     if (usePacked(m)) {
       const packed::PackedWeight &pw = panels(
           w.aligned + w.offset, n, k,
           !half ? PanelType::F32 : brain ? PanelType::BF16 : PanelType::F16);
-      // Blocks of whole panel pairs, m x width floats of about 256 KB.
-      int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / m, 256, 8192);
-      width -= width % (2 * packed::kPanel);
+      // Blocks of whole chunks (and so of whole panel pairs), m x width
+      // floats of about 256 KB.
+      static_assert(TopKScan::kChunk % (2 * packed::kPanel) == 0);
+      int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / m,
+                                          TopKScan::kChunk, 8192);
+      width -= width % TopKScan::kChunk;
       int64_t blockPanels = width / packed::kPanel;
       if (block.size() < static_cast<size_t>(m * width))
         block.resize(m * width);
@@ -357,8 +342,8 @@ public:
                               static_cast<int32_t>(KernelActivation::None),
                               packed::preferredIsa(), threads);
         int64_t first = p * packed::kPanel;
-        scanRows(block.data(), width, first,
-                 std::min(n, end * packed::kPanel) - first);
+        scan(block.data(), width, first,
+             std::min(n, end * packed::kPanel) - first);
       }
     } else {
       if (block.size() < static_cast<size_t>(m * n))
@@ -370,11 +355,94 @@ public:
                   brain);
       else
         linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
-      scanRows(block.data(), n, 0, n);
+      scan(block.data(), n, 0, n);
     }
+    return true;
+  }
+
+  /// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
+  /// outputs linear() or linearF16() would give (scanOutputs).
+  template <typename Weight>
+  void linearArgmax(const MemRefDescriptor<3> &x, const Weight &w,
+                    const MemRefDescriptor<1> &b,
+                    const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                    const MemRefDescriptor<1, int32_t> &allow,
+                    const MemRefDescriptor<1, int32_t> &out,
+                    bool brain = false) {
+    int64_t m = x.sizes[0] * x.sizes[1];
+    if (allow.sizes[0] != m || out.sizes[0] != m ||
+        (never.sizes[0] > 0 && never.strides[0] != 1) ||
+        (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
+      fail("tfm_rt_linear_argmax: unexpected operand layout");
+      return;
+    }
+    thread_local std::vector<ArgmaxScan> scans;
+    scans.assign(m, ArgmaxScan());
+    ScanExclusions excluded = exclusions(never, eos);
+    const int32_t *allowed = allow.aligned + allow.offset;
+    bool scanned = scanOutputs(
+        "tfm_rt_linear_argmax", x, w, b, brain,
+        [&](const float *values, int64_t ld, int64_t first, int64_t count) {
+          for (int64_t r = 0; r < m; ++r) {
+            excluded.allowEos = allowed[r] != 0;
+            scans[r].add(values + r * ld, first, count, excluded);
+          }
+        });
+    if (!scanned)
+      return;
     int32_t *tokens = out.aligned + out.offset;
     for (int64_t r = 0; r < m; ++r)
       tokens[r] = scans[r].best;
+  }
+
+  /// tfm.linear_topk: each row's best `candidates` allowed ids and their
+  /// log-probabilities (TopKScan.h) among the outputs linear() or
+  /// linearF16() would give (scanOutputs).
+  template <typename Weight>
+  void linearTopk(const MemRefDescriptor<3> &x, const Weight &w,
+                  const MemRefDescriptor<1> &b,
+                  const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                  const MemRefDescriptor<1, int32_t> &allow,
+                  const MemRefDescriptor<2> &values,
+                  const MemRefDescriptor<2, int32_t> &ids,
+                  bool brain = false) {
+    int64_t m = x.sizes[0] * x.sizes[1], count = values.sizes[1];
+    if (allow.sizes[0] != m || values.sizes[0] != m || ids.sizes[0] != m ||
+        ids.sizes[1] != count ||
+        (never.sizes[0] > 0 && never.strides[0] != 1) ||
+        (m > 0 && (allow.strides[0] != 1 || values.strides[1] != 1 ||
+                   ids.strides[1] != 1))) {
+      fail("tfm_rt_linear_topk: unexpected operand layout");
+      return;
+    }
+    thread_local std::vector<TopKScan> scans;
+    scans.resize(m);
+    for (TopKScan &scan : scans)
+      scan.reset(count);
+    ScanExclusions excluded = exclusions(never, eos);
+    const int32_t *allowed = allow.aligned + allow.offset;
+    bool scanned = scanOutputs(
+        "tfm_rt_linear_topk", x, w, b, brain,
+        [&](const float *block, int64_t ld, int64_t first, int64_t width) {
+          for (int64_t r = 0; r < m; ++r) {
+            excluded.allowEos = allowed[r] != 0;
+            scans[r].add(block + r * ld, first, width, excluded);
+          }
+        });
+    if (!scanned)
+      return;
+    for (int64_t r = 0; r < m; ++r)
+      scans[r].write(values.aligned + values.offset + r * values.strides[0],
+                     ids.aligned + ids.offset + r * ids.strides[0], count);
+  }
+
+  static ScanExclusions exclusions(const MemRefDescriptor<1, int32_t> &never,
+                                   int64_t eos) {
+    ScanExclusions excluded;
+    excluded.never = never.aligned + never.offset;
+    excluded.neverCount = never.sizes[0];
+    excluded.eos = eos;
+    return excluded;
   }
 
   void linearI8(const MemRefDescriptor<3> &x,
@@ -745,6 +813,31 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax_bf16(
                              /*brain=*/true);
 }
 
+extern "C" void _mlir_ciface_tfm_rt_linear_topk(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2> *w, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  OneDnn::get().linearTopk(*x, *w, *b, *never, eos, *allow, *values, *ids);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_f16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  OneDnn::get().linearTopk(*x, *w, *b, *never, eos, *allow, *values, *ids);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_bf16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  OneDnn::get().linearTopk(*x, *w, *b, *never, eos, *allow, *values, *ids,
+                           /*brain=*/true);
+}
+
 void tfmc::runtime::releaseKernelWeights(const void *weight) {
   OneDnn::get().release(weight);
 }
@@ -765,6 +858,16 @@ std::string tfmc::runtime::takeKernelError() {
 
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   auto symbols = bufferPoolSymbols();
+  for (auto &symbol : searchKernelSymbols())
+    symbols.push_back(symbol);
+  symbols.emplace_back("_mlir_ciface_tfm_rt_linear_topk",
+                       reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_topk));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_topk_f16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_topk_f16));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_topk_bf16",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_topk_bf16));
   symbols.emplace_back("_mlir_ciface_tfm_rt_linear",
                        reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear));
   symbols.emplace_back(

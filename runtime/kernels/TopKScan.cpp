@@ -190,3 +190,12 @@ void TopKScan::add(const float *values, int64_t first, int64_t count,
 }
 
 float TopKScan::shift() const { return max + std::log(sum); }
+
+void TopKScan::write(float *values, int32_t *ids, int64_t count) const {
+  float s = shift();
+  for (int64_t i = 0; i < count; ++i) {
+    bool filled = i < static_cast<int64_t>(items.size());
+    values[i] = filled ? items[i].value - s : kLowest;
+    ids[i] = filled ? items[i].id : -1;
+  }
+}

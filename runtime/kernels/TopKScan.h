@@ -46,6 +46,10 @@ public:
   float shift() const;
   /// The best allowed ids scanned, best first.
   const std::vector<TopKCandidate> &best() const { return items; }
+  /// The best `count` as tfm.linear_topk returns them: ids[i] and
+  /// values[i] = its logit - shift() (float32), then id -1 and -inf for
+  /// the entries no allowed id fills.
+  void write(float *values, int32_t *ids, int64_t count) const;
 
 private:
   void offer(float value, int32_t id);

@@ -182,17 +182,53 @@ void BatchDecoder::useGreedyStep(CallFrame &greedy,
   chosen.resize(slots);
 }
 
+void BatchDecoder::useBeamStep(CallFrame &beam) {
+  // As for decode_greedy; the allowed ids are decode_greedy's, so beam
+  // steps need it too.
+  if (!greedyFrame ||
+      layerArguments(beam, layers) != std::make_pair(crossArgs, selfArgs))
+    return;
+  beamFrame = &beam;
+}
+
+void BatchDecoder::bindChoiceInputs(CallFrame &f,
+                                    llvm::ArrayRef<int32_t> allowEos) {
+  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
+  f.bind("never_ids", neverIds.data(),
+         {static_cast<int64_t>(neverIds.size())});
+  f.bindScalar("eos_id", eosId);
+  f.bind("allow_eos", allowEosFlags.data(), {active});
+}
+
+IncrementalDecoder::Candidates
+BatchDecoder::beamStep(llvm::ArrayRef<int32_t> next,
+                       llvm::ArrayRef<int32_t> allowEos, int64_t count) {
+  if (!beamFrame)
+    return {};
+  CallFrame &f = *beamFrame;
+  bindStep(f, next);
+  bindChoiceInputs(f, allowEos);
+  f.bindScalar("candidates", count);
+  if (static_cast<int64_t>(candidateIds.size()) < slots * count) {
+    candidateValues.resize(slots * count);
+    candidateIds.resize(slots * count);
+  }
+  f.bind("top_values", candidateValues.data(), {active, count});
+  f.bind("top_ids", candidateIds.data(), {active, count});
+  // On failure no slot has a candidate (the rows end); the batch then
+  // fails with the error.
+  if (!callStep(f))
+    std::fill(candidateIds.data(), candidateIds.data() + active * count, -1);
+  return {candidateValues.data(), candidateIds.data()};
+}
+
 const int32_t *BatchDecoder::greedyStep(llvm::ArrayRef<int32_t> next,
                                         llvm::ArrayRef<int32_t> allowEos) {
   if (!greedyFrame)
     return nullptr;
   CallFrame &f = *greedyFrame;
   bindStep(f, next);
-  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
-  f.bind("never_ids", neverIds.data(),
-         {static_cast<int64_t>(neverIds.size())});
-  f.bindScalar("eos_id", eosId);
-  f.bind("allow_eos", allowEosFlags.data(), {active});
+  bindChoiceInputs(f, allowEos);
   f.bind("best_tokens", chosen.data(), {active});
   // On failure every slot chooses nothing (-1: the row ends); the batch
   // then fails with the error.

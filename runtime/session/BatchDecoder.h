@@ -71,6 +71,13 @@ public:
   const int32_t *greedyStep(llvm::ArrayRef<int32_t> next,
                             llvm::ArrayRef<int32_t> allowEos) override;
   bool hasGreedyStep() const override { return greedyFrame != nullptr; }
+  /// decode_beam (tfm-beam-head): steps that end in each slot's best
+  /// candidates.
+  void useBeamStep(CallFrame &beam);
+  Candidates beamStep(llvm::ArrayRef<int32_t> next,
+                      llvm::ArrayRef<int32_t> allowEos,
+                      int64_t count) override;
+  bool hasBeamStep() const override { return beamFrame != nullptr; }
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
@@ -120,8 +127,13 @@ private:
   Buffer<int32_t> tokens;
   /// decode_step's output (from the arena: reused across batches).
   float *logits = nullptr;
-  CallFrame *greedyFrame = nullptr;
+  CallFrame *greedyFrame = nullptr, *beamFrame = nullptr;
   Buffer<int32_t> neverIds, allowEosFlags, chosen;
+  /// decode_beam's outputs.
+  Buffer<float> candidateValues;
+  Buffer<int32_t> candidateIds;
+  /// Binds the inputs decode_greedy and decode_beam share.
+  void bindChoiceInputs(CallFrame &f, llvm::ArrayRef<int32_t> allowEos);
   int64_t eosId = 0;
   llvm::Error failure = llvm::Error::success();
   std::function<void()> release;

@@ -341,7 +341,8 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
                                               pipeline, options.dumpDir))
     return std::move(e);
   for (const char *name :
-       {"encode", "decode_step", "decode_greedy", "forward", "encode_states"}) {
+       {"encode", "decode_step", "decode_greedy", "decode_beam", "forward",
+        "encode_states"}) {
     auto func = module->lookupSymbol<mlir::func::FuncOp>(name);
     if (!func)
       continue;

@@ -93,7 +93,8 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     bindTiming.emplace(options.timing->nest("bind weights"));
   session->weightStore = std::make_unique<WeightStore>(m);
   for (const char *name :
-       {"encode", "decode_step", "decode_greedy", "forward", "encode_states"})
+       {"encode", "decode_step", "decode_greedy", "decode_beam", "forward",
+        "encode_states"})
     if (const CompiledFunction *f = session->compiledModel->function(name))
       if (llvm::Error e = session->weightStore->prepare(*f))
         return std::move(e);
@@ -131,7 +132,8 @@ Session::Frames &Session::acquireFrames() {
   frames.push_back(std::make_unique<Frames>(*compiledModel));
   Frames &fr = *frames.back();
   for (CallFrame *f : {fr.encode.get(), fr.decodeStep.get(),
-                       fr.decodeGreedy.get(), fr.forward.get(),
+                       fr.decodeGreedy.get(), fr.decodeBeam.get(),
+                       fr.forward.get(),
                        fr.encodeStates.get()})
     if (f)
       bindConstants(*f, *weightStore, loaded.desc.arch, positionalTable);

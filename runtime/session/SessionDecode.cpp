@@ -58,6 +58,8 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
       workerFrames.arena);
   if (workerFrames.decodeGreedy)
     decoder->useGreedyStep(*workerFrames.decodeGreedy, specialIds());
+  if (workerFrames.decodeBeam)
+    decoder->useBeamStep(*workerFrames.decodeBeam);
   if (llvm::Error e = decoder->encode())
     return std::move(e);
   return std::move(decoder);

@@ -32,8 +32,8 @@ inline llvm::Error sessionError(const llvm::Twine &message) {
 /// One call frame per compiled function, with weights and the positional
 /// table bound once.
 struct Session::Frames {
-  std::unique_ptr<CallFrame> encode, decodeStep, decodeGreedy, forward,
-      encodeStates;
+  std::unique_ptr<CallFrame> encode, decodeStep, decodeGreedy, decodeBeam,
+      forward, encodeStates;
   /// The batch decoders' buffers, reused from batch to batch.
   DecoderArena arena;
   explicit Frames(const CompiledModel &m) {
@@ -45,6 +45,8 @@ struct Session::Frames {
       decodeStep = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("decode_greedy"))
       decodeGreedy = std::make_unique<CallFrame>(*f);
+    if (const CompiledFunction *f = m.function("decode_beam"))
+      decodeBeam = std::make_unique<CallFrame>(*f);
     if (const CompiledFunction *f = m.function("forward"))
       forward = std::make_unique<CallFrame>(*f);
   }

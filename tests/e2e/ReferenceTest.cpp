@@ -302,6 +302,43 @@ TEST_P(Reference, BeamMatches) {
   }
 }
 
+/// Steps that end in the search's choices (decode_greedy, decode_beam:
+/// the output projection fused with the argmax / the log_softmax and top
+/// 2K) give exactly what the searches over decode_step's logits give:
+/// the same ids and the same scores, bit for bit, for every beam case
+/// (beam sizes, minimum lengths, n-best) and greedy with a minimum length.
+TEST_P(Reference, FusedStepsEqualSearchesOverTheLogits) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  for (const BeamCase &c : readBeamCases(cases(), name(), src.size())) {
+    SearchOptions unfused = c.options;
+    unfused.fusedSteps = false;
+    auto fused = model().translateBeam(src, c.options);
+    auto plain = model().translateBeam(src, unfused);
+    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+    ASSERT_EQ(fused->size(), plain->size());
+    for (size_t r = 0; r < plain->size(); ++r) {
+      ASSERT_EQ((*fused)[r].size(), (*plain)[r].size()) << c.file << " row " << r;
+      for (size_t k = 0; k < (*plain)[r].size(); ++k) {
+        EXPECT_EQ((*fused)[r][k].ids, (*plain)[r][k].ids) << c.file;
+        EXPECT_EQ((*fused)[r][k].score, (*plain)[r][k].score) << c.file;
+      }
+    }
+  }
+  for (int64_t minLength : {0, 4}) {
+    SearchOptions options;
+    options.maxLength = 12;
+    options.minLength = minLength;
+    SearchOptions unfused = options;
+    unfused.fusedSteps = false;
+    auto fused = model().translate(src, options);
+    auto plain = model().translate(src, unfused);
+    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+    EXPECT_EQ(*fused, *plain) << "greedy, min length " << minLength;
+  }
+}
+
 /// Self-attention caches that start with one position and double at every
 /// power of two (moving their filled positions each time, beams forking in
 /// between) decode exactly what the reference does.

@@ -52,7 +52,8 @@ def test_profiled_translation_and_rows(lines, kernels):
     assert p["host"].startswith("cpu: ")
     assert p["wall_seconds"] > 0 and p["bandwidth_gbs"] > 0
     calls = {f["name"]: f["calls"] for f in p["functions"]}
-    assert set(calls) == {"encode", "decode_step"}
+    # Beam search steps end in the candidates (decode_beam, tfm-beam-head).
+    assert set(calls) == {"encode", "decode_beam"}
     ops = fused_ops()
     rows = {}
     for r in p["rows"]:

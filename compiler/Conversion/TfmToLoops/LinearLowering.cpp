@@ -39,9 +39,11 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
   llvm_unreachable("unknown activation");
 }
 
+} // namespace
+
 /// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias). An
 /// f16 weight is widened to float32 as it is loaded (F16C on the host).
-static void callFloatLinearKernel(ConversionPatternRewriter &rewriter,
+void mlir::tfm::loops::callFloatLinearKernel(ConversionPatternRewriter &rewriter,
                                   Operation *op, Activation act, Value x,
                                   Value w, Value bias, Value out) {
   std::string base = ("linear_" + stringifyActivation(act)).str();
@@ -72,6 +74,8 @@ static void callFloatLinearKernel(ConversionPatternRewriter &rewriter,
                });
              });
 }
+
+namespace {
 
 /// Calls the loop kernel of an int8 linear layer. Each input row is
 /// quantized symmetrically to [-kActivationLevels, kActivationLevels]
@@ -164,12 +168,14 @@ struct LinearLowering : public TfmLowering<LinearOp> {
   }
 };
 
+} // namespace
+
 /// Below `minRows` rows, a layer runs its loop kernel (`loops`, emitted in
 /// the then-branch of an scf.if on the row count) rather than the library
 /// call the caller emits next: the insertion point is left in the
 /// else-branch (the caller holds an InsertionGuard). Nothing is emitted
 /// when minRows <= 1.
-static void branchOnFewRows(ConversionPatternRewriter &rewriter,
+void mlir::tfm::loops::branchOnFewRows(ConversionPatternRewriter &rewriter,
                             KernelBuilder &k, Value rows, int64_t minRows,
                             function_ref<void()> loops) {
   if (minRows <= 1)
@@ -183,8 +189,9 @@ static void branchOnFewRows(ConversionPatternRewriter &rewriter,
   rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
 }
 
+
 /// `v` as a memref of `v`'s rank with every extent dynamic.
-static Value dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
+Value mlir::tfm::loops::dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
                            Value v) {
   auto type = cast<MemRefType>(v.getType());
   SmallVector<int64_t> shape(type.getRank(), ShapedType::kDynamic);
@@ -192,9 +199,10 @@ static Value dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
       loc, MemRefType::get(shape, type.getElementType()), v);
 }
 
+
 /// Calls the runtime's library kernel `kernel` (C interface), declaring it
 /// on first use.
-static void callLibraryKernel(ConversionPatternRewriter &rewriter,
+void mlir::tfm::loops::callLibraryKernel(ConversionPatternRewriter &rewriter,
                               Operation *op, StringRef kernel,
                               ValueRange args) {
   auto module = op->getParentOfType<ModuleOp>();
@@ -209,6 +217,8 @@ static void callLibraryKernel(ConversionPatternRewriter &rewriter,
   }
   rewriter.create<func::CallOp>(op->getLoc(), callee, args);
 }
+
+namespace {
 
 /// tfm.linear -> call @tfm_rt_linear(x, w, b, y, activation), operands
 /// cast to fully dynamic memrefs so one declaration serves every shape.
@@ -259,174 +269,14 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
   }
 };
 
-//===----------------------------------------------------------------------===//
-// Greedy search's choice fused into the output projection
-//===----------------------------------------------------------------------===//
-
-/// Emits the scan of one row of logits ([1, 1, V]) into tokens[row]: the
-/// ids in order, skipping `never` and eos unless allow[row] is non-zero;
-/// the first allowed id is taken, a later one only when strictly greater
-/// (ArgmaxScan.h in the runtime does the same).
-static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
-                                 Operation *op, Value logits, Value never,
-                                 Value eos, Value allow, Value tokens,
-                                 Value row) {
-  callKernel(
-      rewriter, op, "argmax_scan", {logits, never, eos, allow, tokens, row},
-      [&](KernelBuilder &k, ValueRange a) {
-        Value values = a[0], neverIds = a[1], eosId = a[2], allowed = a[3],
-              out = a[4], r = a[5];
-        OpBuilder &ob = k.builder();
-        Location loc = k.location();
-        Type i32 = ob.getI32Type();
-        Value zero = k.index(0);
-        Value eosAllowed = ob.create<arith::CmpIOp>(
-            loc, arith::CmpIPredicate::ne, k.load(allowed, {r}),
-            ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
-        Value none = ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(-1));
-        Value falseValue =
-            ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(false));
-        SmallVector<Value> found = k.reduce(
-            zero, k.dim(values, 2), {none, k.f32(0.0)},
-            [&](Value n, ValueRange best) {
-              Value id = ob.create<arith::IndexCastOp>(loc, i32, n);
-              Value isNever =
-                  k.reduce(zero, k.dim(neverIds, 0), {falseValue},
-                           [&](Value j, ValueRange any) {
-                             Value hit = ob.create<arith::CmpIOp>(
-                                 loc, arith::CmpIPredicate::eq,
-                                 k.load(neverIds, {j}), id);
-                             return SmallVector<Value>{
-                                 ob.create<arith::OrIOp>(loc, any[0], hit)};
-                           })[0];
-              Value isEos = ob.create<arith::CmpIOp>(
-                  loc, arith::CmpIPredicate::eq, n, eosId);
-              Value eosBarred = ob.create<arith::AndIOp>(
-                  loc, isEos,
-                  ob.create<arith::XOrIOp>(
-                      loc, eosAllowed,
-                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))));
-              Value barred = ob.create<arith::OrIOp>(loc, isNever, eosBarred);
-              Value v = k.load(values, {zero, zero, n});
-              Value nothingYet = ob.create<arith::CmpIOp>(
-                  loc, arith::CmpIPredicate::slt, best[0],
-                  ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
-              // Ordered: a NaN is never greater, nor is anything than NaN.
-              Value greater = ob.create<arith::CmpFOp>(
-                  loc, arith::CmpFPredicate::OGT, v, best[1]);
-              Value take = ob.create<arith::AndIOp>(
-                  loc,
-                  ob.create<arith::XOrIOp>(
-                      loc, barred,
-                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))),
-                  ob.create<arith::OrIOp>(loc, nothingYet, greater));
-              return SmallVector<Value>{
-                  ob.create<arith::SelectOp>(loc, take, id, best[0]),
-                  ob.create<arith::SelectOp>(loc, take, v, best[1])};
-            });
-        k.store(found[0], out, {r});
-      });
-}
-
-/// tfm.linear_argmax as loops: row by row, the row's logits by the loop
-/// kernel tfm.linear uses (the same values) into a buffer of one row that
-/// stays in cache, then the scan.
-static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
-                                     LinearArgmaxOp op, Value x, Value w,
-                                     Value bias, Value never, Value eos,
-                                     Value allow, Value tokens) {
-  KernelBuilder k(rewriter, op.getLoc());
-  auto f32 = rewriter.getF32Type();
-  int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
-  int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
-  Value row = k.alloc(MemRefType::get({1, 1, d}, f32), {});
-  Value logits = k.alloc(MemRefType::get({1, 1, vocab}, f32), {});
-  Value zero = k.index(0);
-  k.loop(zero, k.dim(x, 0), [&](Value r) {
-    k.loop(zero, k.index(d), [&](Value i) {
-      k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
-    });
-    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
-                          logits);
-    callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
-  });
-}
-
-struct LinearArgmaxLowering : public OpConversionPattern<LinearArgmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput();
-    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
-                                           rewriter.getI32Type()),
-                           {k.dim(x, 0)});
-    lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
-                             adaptor.getBias(), adaptor.getNever(),
-                             adaptor.getEos(), adaptor.getAllowEos(), tokens);
-    rewriter.replaceOp(op, tokens);
-    return success();
-  }
-};
-
-/// tfm.linear_argmax -> call @tfm_rt_linear_argmax(x, w, b, never, eos,
-/// allow, tokens) (_f16 for a float16 weight), whose values are those of
-/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
-struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
-  LinearArgmaxToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
-                            int64_t minRows)
-      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
-  int64_t minRows;
-
-  LogicalResult
-  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput();
-    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
-                                           rewriter.getI32Type()),
-                           {k.dim(x, 0)});
-    OpBuilder::InsertionGuard guard(rewriter);
-    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
-      lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
-                               adaptor.getBias(), adaptor.getNever(),
-                               adaptor.getEos(), adaptor.getAllowEos(),
-                               tokens);
-    });
-    auto dynamic = [&](Value v) {
-      return dynamicMemRef(rewriter, op.getLoc(), v);
-    };
-    Type element = op.getWeight().getType().getElementType();
-    StringRef kernel = element.isF16()    ? kLinearArgmaxF16Kernel
-                       : element.isBF16() ? kLinearArgmaxBF16Kernel
-                                          : kLinearArgmaxKernel;
-    Value eos = rewriter.create<arith::IndexCastOp>(
-        op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
-    SmallVector<Value> args{dynamic(x),
-                            dynamic(adaptor.getWeight()),
-                            dynamic(adaptor.getBias()),
-                            dynamic(adaptor.getNever()),
-                            eos,
-                            dynamic(adaptor.getAllowEos()),
-                            dynamic(tokens)};
-    callLibraryKernel(rewriter, op, kernel, args);
-    rewriter.replaceOp(op, tokens);
-    return success();
-  }
-};
-
 } // namespace
 
 void mlir::tfm::loops::populateLinearLowerings(TypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, LinearArgmaxLowering>(converter,
-                                                     patterns.getContext());
+  patterns.add<LinearLowering>(converter, patterns.getContext());
 }
 
 void mlir::tfm::loops::populateLinearLibraryCallLowerings(
     TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
   patterns.add<LinearToLibraryCall>(converter, patterns.getContext(), minRows);
-  patterns.add<LinearArgmaxToLibraryCall>(converter, patterns.getContext(),
-                                          minRows);
 }

@@ -45,6 +45,24 @@ void callKernel(ConversionPatternRewriter &rewriter, Operation *op,
                 StringRef base, ValueRange operands,
                 function_ref<void(KernelBuilder &, ValueRange)> body);
 
+/// Shared by the linear layers and the search heads (LinearLowering.cpp):
+/// calls the loop kernel of a float32/float16/bfloat16 linear layer,
+/// out = act(x · wᵀ + bias).
+void callFloatLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                           Activation act, Value x, Value w, Value bias,
+                           Value out);
+/// With minRows > 1: emits `scf.if rows < minRows`, `loops()` in its then
+/// branch, and leaves the insertion point in its else branch.
+void branchOnFewRows(ConversionPatternRewriter &rewriter, KernelBuilder &k,
+                     Value rows, int64_t minRows, function_ref<void()> loops);
+/// `v` as a memref of `v`'s rank with every extent dynamic.
+Value dynamicMemRef(ConversionPatternRewriter &rewriter, Location loc,
+                    Value v);
+/// Calls the runtime's kernel `kernel` (C interface), declaring it on
+/// first use.
+void callLibraryKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                       StringRef kernel, ValueRange args);
+
 /// The patterns of each concept's file.
 void populateEmbeddingLowerings(TypeConverter &converter,
                                 RewritePatternSet &patterns);
@@ -53,6 +71,12 @@ void populateLinearLowerings(TypeConverter &converter,
 void populateLinearLibraryCallLowerings(TypeConverter &converter,
                                         RewritePatternSet &patterns,
                                         int64_t minRows);
+/// tfm.linear_argmax and tfm.linear_topk (SearchHeadLowering.cpp).
+void populateSearchHeadLowerings(TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+void populateSearchHeadLibraryCallLowerings(TypeConverter &converter,
+                                            RewritePatternSet &patterns,
+                                            int64_t minRows);
 void populateRowOpLowerings(TypeConverter &converter,
                             RewritePatternSet &patterns);
 void populateAttentionLowerings(TypeConverter &converter,

@@ -178,6 +178,7 @@ void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
                                            RewritePatternSet &patterns) {
   loops::populateEmbeddingLowerings(converter, patterns);
   loops::populateLinearLowerings(converter, patterns);
+  loops::populateSearchHeadLowerings(converter, patterns);
   loops::populateRowOpLowerings(converter, patterns);
   loops::populateAttentionLowerings(converter, patterns);
   patterns.add<FuncToDestinationStyle, ReturnToCopies, DimLowering>(
@@ -188,4 +189,5 @@ void mlir::tfm::populateTfmToLibraryCallPatterns(TypeConverter &converter,
                                                  RewritePatternSet &patterns,
                                                  int64_t minRows) {
   loops::populateLinearLibraryCallLowerings(converter, patterns, minRows);
+  loops::populateSearchHeadLibraryCallLowerings(converter, patterns, minRows);
 }

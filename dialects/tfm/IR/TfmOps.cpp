@@ -136,6 +136,20 @@ LogicalResult LinearArgmaxOp::verify() {
                      lastDim(getInput()), dim(getWeight(), 0));
 }
 
+LogicalResult LinearTopkOp::verify() {
+  if (!compatible(dim(getInput(), 1), 1))
+    return emitOpError("the input must hold one position per row");
+  if (!compatible(dim(getValues(), 0), dim(getInput(), 0)) ||
+      !compatible(dim(getIds(), 0), dim(getInput(), 0)) ||
+      !compatible(dim(getAllowEos(), 0), dim(getInput(), 0)))
+    return emitOpError("values, ids and allow_eos must have one row per "
+                       "input row");
+  if (!compatible(dim(getValues(), 1), dim(getIds(), 1)))
+    return emitOpError("values and ids must hold as many candidates");
+  return verifyDense(*this, "linear_topk", getWeight(), getBias(),
+                     lastDim(getInput()), dim(getWeight(), 0));
+}
+
 //===----------------------------------------------------------------------===//
 // SliceOp
 //===----------------------------------------------------------------------===//

@@ -161,6 +161,40 @@ def Tfm_LinearArgmaxOp : Tfm_Op<"linear_argmax", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_LinearTopkOp : Tfm_Op<"linear_topk", [Pure]> {
+  let summary = "each row's best log-probabilities of a linear layer, without the outputs";
+  let description = [{
+    Beam search's candidates fused into the output projection (see
+    `tfm-beam-head`): for each row b of the one-position input, with
+    `z[n] = x[b, 0] · W[n]ᵀ + bias[n]`, the `count` allowed ids of largest
+    z[n] (ids in `never` never, `eos` only where `allow_eos[b]` is
+    non-zero; ties: the lower id first) go to `ids[b, 0..count)`, best
+    first, and `values[b, i] = z[ids[b, i]] - log Σₙ exp(z[n])` (float32,
+    the sum over every id). Entries past the last allowed id hold id -1
+    and value -inf. The sum is taken over fixed chunks of 256 ids, in the
+    runtime's TopKScan, which a search over `tfm.linear`'s outputs uses
+    too: each value is bit for bit what that search computes. The
+    `[rows, out]` outputs themselves are never stored.
+
+    ```mlir
+    %v, %i = tfm.linear_topk %h, %w, %b never %never eos %eos allow %allow
+        count %k : tensor<?x1x64xf32>, tensor<8000x64xf32>, tensor<8000xf32>,
+                   tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>, tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16]>:$weight,
+                       Tfm_Vector:$bias, 1DTensorOf<[I32]>:$never,
+                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos, Index:$count);
+  let results = (outs 2DTensorOf<[F32]>:$values, 2DTensorOf<[I32]>:$ids);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `never` $never `eos` $eos `allow` $allow_eos
+    `count` $count attr-dict `:` type($input) `,` type($weight) `,`
+    type($bias) `,` type($never) `,` type($allow_eos) `->` type($values) `,`
+    type($ids)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_SliceOp : Tfm_Op<"slice", [Pure]> {
   let summary = "a contiguous range of the features";
   let description = [{

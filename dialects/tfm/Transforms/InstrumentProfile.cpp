@@ -64,6 +64,15 @@ Cost costOf(Operation *op) {
     c.flopRows = 2 * n * k;
     c.bytesCall = n * k * elementBytes(w) + n * f32;
     c.bytesRows = k * f32 + sizeof(int32_t);
+  } else if (auto topk = dyn_cast<LinearTopkOp>(op)) {
+    Value w = topk.getWeight();
+    auto shape = cast<ShapedType>(w.getType()).getShape();
+    int64_t n = shape[0], k = shape[1];
+    // The logits are made and scanned in cache: read x, write the
+    // candidates (2K of them for beam K; counted as 8 entries per row).
+    c.flopRows = 2 * n * k;
+    c.bytesCall = n * k * elementBytes(w) + n * f32;
+    c.bytesRows = k * f32 + 8 * (f32 + sizeof(int32_t));
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t d = lastDim(attention.getQuery());
     // q·k and p·v: two multiply-adds per feature and key.
@@ -121,6 +130,11 @@ std::string detailOf(Operation *op) {
   } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
     auto w = cast<ShapedType>(argmax.getWeight().getType());
     os << "greedy choice, weight " << w.getShape()[0] << "x"
+       << w.getShape()[1] << " ";
+    w.getElementType().print(os);
+  } else if (auto topk = dyn_cast<LinearTopkOp>(op)) {
+    auto w = cast<ShapedType>(topk.getWeight().getType());
+    os << "beam candidates, weight " << w.getShape()[0] << "x"
        << w.getShape()[1] << " ";
     w.getElementType().print(os);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
@@ -200,7 +214,10 @@ struct TfmInstrumentProfilePass
         Value idValue = b.create<arith::ConstantIntOp>(at, id, i64);
         b.create<func::CallOp>(at, kEnter, TypeRange{}, ValueRange{idValue});
         b.setInsertionPointAfter(op);
-        Value rowsOf = op->getNumResults() == 1
+        // Rows: of the result, of a cache write's value, of
+        // linear_topk's input ([rows, 1, d]; its results have 2K per row).
+        Value rowsOf = isa<LinearTopkOp>(op) ? op->getOperand(0)
+                       : op->getNumResults() == 1
                            ? Value(op->getResult(0))
                            : Value(cast<CacheWriteOp>(op).getValue());
         Value batch = extent(b, at, rowsOf, 0);

@@ -98,6 +98,23 @@ def TfmGreedyHead : Pass<"tfm-greedy-head", "ModuleOp"> {
   }];
 }
 
+def TfmBeamHead : Pass<"tfm-beam-head", "ModuleOp"> {
+  let summary = "adds decode_beam: decode_step ending in each row's best candidates";
+  let description = [{
+    Beam search reads, per hypothesis, the log-probabilities of its 2K best
+    allowed ids from a decoder step's `[rows, 1, vocab]` logits. This pass
+    adds a function `decode_beam`, a copy of `decode_step` whose output
+    projection (as for `tfm-greedy-head`) becomes a `tfm.linear_topk`
+    returning, per row, the `candidates` best allowed ids (`top_ids`) and
+    their log-probabilities (`top_values`), so the logits are never
+    written and not read again. Its inputs: `never_ids`, `eos_id`,
+    `allow_eos` (as for decode_greedy) and `candidates` (2K). Beam search
+    with repetition guards keeps `decode_step`. Nothing is added when
+    there is no `decode_step` or its result is not such a projection.
+    Part of the fused stage.
+  }];
+}
+
 def TfmInstrumentProfile : Pass<"tfm-instrument-profile", "ModuleOp"> {
   let summary = "brackets every tfm op with calls of the runtime's profiler";
   let description = [{

@@ -327,3 +327,35 @@ func.func @linear_argmax_rows(%x: tensor<3x1x4xf32>, %w: tensor<10x4xf32>, %b: t
   %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<3x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<2xi32> -> tensor<3xi32>
   return %t : tensor<3xi32>
 }
+
+// -----
+
+func.func @linear_topk_positions(%x: tensor<?x2x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>, %k: index) -> tensor<?x?xi32> {
+  // expected-error@+1 {{one position per row}}
+  %v, %i = tfm.linear_topk %x, %w, %b never %n eos %e allow %a count %k : tensor<?x2x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return %i : tensor<?x?xi32>
+}
+
+// -----
+
+func.func @linear_topk_rows(%x: tensor<3x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<3xi32>, %k: index) -> tensor<2x?xi32> {
+  // expected-error@+1 {{one row per input row}}
+  %v, %i = tfm.linear_topk %x, %w, %b never %n eos %e allow %a count %k : tensor<3x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<3xi32> -> tensor<3x?xf32>, tensor<2x?xi32>
+  return %i : tensor<2x?xi32>
+}
+
+// -----
+
+func.func @linear_topk_candidates(%x: tensor<3x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<3xi32>, %k: index) -> tensor<3x8xi32> {
+  // expected-error@+1 {{as many candidates}}
+  %v, %i = tfm.linear_topk %x, %w, %b never %n eos %e allow %a count %k : tensor<3x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<3xi32> -> tensor<3x6xf32>, tensor<3x8xi32>
+  return %i : tensor<3x8xi32>
+}
+
+// -----
+
+func.func @linear_topk_weight(%x: tensor<3x1x4xf32>, %w: tensor<10x5xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<3xi32>, %k: index) -> tensor<3x?xi32> {
+  // expected-error@+1 {{'tfm.linear_topk' op}}
+  %v, %i = tfm.linear_topk %x, %w, %b never %n eos %e allow %a count %k : tensor<3x1x4xf32>, tensor<10x5xf32>, tensor<10xf32>, tensor<?xi32>, tensor<3xi32> -> tensor<3x?xf32>, tensor<3x?xi32>
+  return %i : tensor<3x?xi32>
+}

@@ -1,0 +1,297 @@
+//===- SearchHeadLowering.cpp - output projections fused with the search -===//
+//
+// tfm.linear_argmax (greedy's choice) and tfm.linear_topk (beam search's
+// candidates): as loops (the linear loop kernel one row at a time, then
+// the scan), or with library calls as runtime kernels that compute the
+// logits a cache-sized block at a time and scan them there.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/TfmToLoops/OpLowering.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::loops;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Greedy search's choice fused into the output projection
+//===----------------------------------------------------------------------===//
+
+/// Emits the scan of one row of logits ([1, 1, V]) into tokens[row]: the
+/// ids in order, skipping `never` and eos unless allow[row] is non-zero;
+/// the first allowed id is taken, a later one only when strictly greater
+/// (ArgmaxScan.h in the runtime does the same).
+static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
+                                 Operation *op, Value logits, Value never,
+                                 Value eos, Value allow, Value tokens,
+                                 Value row) {
+  callKernel(
+      rewriter, op, "argmax_scan", {logits, never, eos, allow, tokens, row},
+      [&](KernelBuilder &k, ValueRange a) {
+        Value values = a[0], neverIds = a[1], eosId = a[2], allowed = a[3],
+              out = a[4], r = a[5];
+        OpBuilder &ob = k.builder();
+        Location loc = k.location();
+        Type i32 = ob.getI32Type();
+        Value zero = k.index(0);
+        Value eosAllowed = ob.create<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::ne, k.load(allowed, {r}),
+            ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
+        Value none = ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(-1));
+        Value falseValue =
+            ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(false));
+        SmallVector<Value> found = k.reduce(
+            zero, k.dim(values, 2), {none, k.f32(0.0)},
+            [&](Value n, ValueRange best) {
+              Value id = ob.create<arith::IndexCastOp>(loc, i32, n);
+              Value isNever =
+                  k.reduce(zero, k.dim(neverIds, 0), {falseValue},
+                           [&](Value j, ValueRange any) {
+                             Value hit = ob.create<arith::CmpIOp>(
+                                 loc, arith::CmpIPredicate::eq,
+                                 k.load(neverIds, {j}), id);
+                             return SmallVector<Value>{
+                                 ob.create<arith::OrIOp>(loc, any[0], hit)};
+                           })[0];
+              Value isEos = ob.create<arith::CmpIOp>(
+                  loc, arith::CmpIPredicate::eq, n, eosId);
+              Value eosBarred = ob.create<arith::AndIOp>(
+                  loc, isEos,
+                  ob.create<arith::XOrIOp>(
+                      loc, eosAllowed,
+                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))));
+              Value barred = ob.create<arith::OrIOp>(loc, isNever, eosBarred);
+              Value v = k.load(values, {zero, zero, n});
+              Value nothingYet = ob.create<arith::CmpIOp>(
+                  loc, arith::CmpIPredicate::slt, best[0],
+                  ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
+              // Ordered: a NaN is never greater, nor is anything than NaN.
+              Value greater = ob.create<arith::CmpFOp>(
+                  loc, arith::CmpFPredicate::OGT, v, best[1]);
+              Value take = ob.create<arith::AndIOp>(
+                  loc,
+                  ob.create<arith::XOrIOp>(
+                      loc, barred,
+                      ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))),
+                  ob.create<arith::OrIOp>(loc, nothingYet, greater));
+              return SmallVector<Value>{
+                  ob.create<arith::SelectOp>(loc, take, id, best[0]),
+                  ob.create<arith::SelectOp>(loc, take, v, best[1])};
+            });
+        k.store(found[0], out, {r});
+      });
+}
+
+/// tfm.linear_argmax as loops: row by row, the row's logits by the loop
+/// kernel tfm.linear uses (the same values) into a buffer of one row that
+/// stays in cache, then the scan.
+static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
+                                     LinearArgmaxOp op, Value x, Value w,
+                                     Value bias, Value never, Value eos,
+                                     Value allow, Value tokens) {
+  KernelBuilder k(rewriter, op.getLoc());
+  auto f32 = rewriter.getF32Type();
+  int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
+  int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
+  Value row = k.alloc(MemRefType::get({1, 1, d}, f32), {});
+  Value logits = k.alloc(MemRefType::get({1, 1, vocab}, f32), {});
+  Value zero = k.index(0);
+  k.loop(zero, k.dim(x, 0), [&](Value r) {
+    k.loop(zero, k.index(d), [&](Value i) {
+      k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
+    });
+    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
+                          logits);
+    callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
+  });
+}
+
+struct LinearArgmaxLowering : public OpConversionPattern<LinearArgmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
+                                           rewriter.getI32Type()),
+                           {k.dim(x, 0)});
+    lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
+                             adaptor.getBias(), adaptor.getNever(),
+                             adaptor.getEos(), adaptor.getAllowEos(), tokens);
+    rewriter.replaceOp(op, tokens);
+    return success();
+  }
+};
+
+/// tfm.linear_argmax -> call @tfm_rt_linear_argmax(x, w, b, never, eos,
+/// allow, tokens) (_f16 for a float16 weight), whose values are those of
+/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
+struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
+  LinearArgmaxToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                            int64_t minRows)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+  int64_t minRows;
+
+  LogicalResult
+  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
+                                           rewriter.getI32Type()),
+                           {k.dim(x, 0)});
+    OpBuilder::InsertionGuard guard(rewriter);
+    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
+      lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
+                               adaptor.getBias(), adaptor.getNever(),
+                               adaptor.getEos(), adaptor.getAllowEos(),
+                               tokens);
+    });
+    auto dynamic = [&](Value v) {
+      return dynamicMemRef(rewriter, op.getLoc(), v);
+    };
+    Type element = op.getWeight().getType().getElementType();
+    StringRef kernel = element.isF16()    ? kLinearArgmaxF16Kernel
+                       : element.isBF16() ? kLinearArgmaxBF16Kernel
+                                          : kLinearArgmaxKernel;
+    Value eos = rewriter.create<arith::IndexCastOp>(
+        op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
+    SmallVector<Value> args{dynamic(x),
+                            dynamic(adaptor.getWeight()),
+                            dynamic(adaptor.getBias()),
+                            dynamic(adaptor.getNever()),
+                            eos,
+                            dynamic(adaptor.getAllowEos()),
+                            dynamic(tokens)};
+    callLibraryKernel(rewriter, op, kernel, args);
+    rewriter.replaceOp(op, tokens);
+    return success();
+  }
+};
+
+
+//===----------------------------------------------------------------------===//
+// Beam search's candidates fused into the output projection
+//===----------------------------------------------------------------------===//
+
+/// The [rows, count] results of a tfm.linear_topk.
+static std::pair<Value, Value> allocCandidates(KernelBuilder &k, Value x,
+                                               Value count) {
+  int64_t dyn = ShapedType::kDynamic;
+  OpBuilder &b = k.builder();
+  Value values =
+      k.alloc(MemRefType::get({dyn, dyn}, b.getF32Type()), {k.dim(x, 0), count});
+  Value ids =
+      k.alloc(MemRefType::get({dyn, dyn}, b.getI32Type()), {k.dim(x, 0), count});
+  return {values, ids};
+}
+
+/// tfm.linear_topk as loops: row by row, the row's logits by the loop
+/// kernel tfm.linear uses (the same values) into a buffer of one row that
+/// stays in cache, then the runtime's candidate scan (TopKScan, which beam
+/// search over tfm.linear's logits uses too: the same bits).
+static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
+                                   LinearTopkOp op, Value x, Value w,
+                                   Value bias, Value never, Value eos,
+                                   Value allow, Value values, Value ids) {
+  KernelBuilder k(rewriter, op.getLoc());
+  auto f32 = rewriter.getF32Type();
+  int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
+  int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
+  Value row = k.alloc(MemRefType::get({1, 1, d}, f32), {});
+  Value logits = k.alloc(MemRefType::get({1, 1, vocab}, f32), {});
+  Value zero = k.index(0);
+  Value eos64 = rewriter.create<arith::IndexCastOp>(
+      op.getLoc(), rewriter.getI64Type(), eos);
+  auto dynamic = [&](Value v) {
+    return dynamicMemRef(rewriter, op.getLoc(), v);
+  };
+  k.loop(zero, k.dim(x, 0), [&](Value r) {
+    k.loop(zero, k.index(d), [&](Value i) {
+      k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
+    });
+    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
+                          logits);
+    Value r64 = rewriter.create<arith::IndexCastOp>(
+        op.getLoc(), rewriter.getI64Type(), r);
+    callLibraryKernel(rewriter, op, kTopkScanKernel,
+                      {dynamic(logits), dynamic(never), eos64, dynamic(allow),
+                       r64, dynamic(values), dynamic(ids)});
+  });
+}
+
+struct LinearTopkLowering : public OpConversionPattern<LinearTopkOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearTopkOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    auto [values, ids] = allocCandidates(k, x, adaptor.getCount());
+    lowerLinearTopkAsLoops(rewriter, op, x, adaptor.getWeight(),
+                           adaptor.getBias(), adaptor.getNever(),
+                           adaptor.getEos(), adaptor.getAllowEos(), values,
+                           ids);
+    rewriter.replaceOp(op, {values, ids});
+    return success();
+  }
+};
+
+/// tfm.linear_topk -> call @tfm_rt_linear_topk(x, w, b, never, eos, allow,
+/// values, ids) (_f16, _bf16 for such weights), whose logits are those of
+/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
+struct LinearTopkToLibraryCall : public OpConversionPattern<LinearTopkOp> {
+  LinearTopkToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                          int64_t minRows)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+  int64_t minRows;
+
+  LogicalResult
+  matchAndRewrite(LinearTopkOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value x = adaptor.getInput();
+    Value values, ids;
+    std::tie(values, ids) = allocCandidates(k, x, adaptor.getCount());
+    OpBuilder::InsertionGuard guard(rewriter);
+    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
+      lowerLinearTopkAsLoops(rewriter, op, x, adaptor.getWeight(),
+                             adaptor.getBias(), adaptor.getNever(),
+                             adaptor.getEos(), adaptor.getAllowEos(), values,
+                             ids);
+    });
+    auto dynamic = [&](Value v) {
+      return dynamicMemRef(rewriter, op.getLoc(), v);
+    };
+    Type element = op.getWeight().getType().getElementType();
+    StringRef kernel = element.isF16()    ? kLinearTopkF16Kernel
+                       : element.isBF16() ? kLinearTopkBF16Kernel
+                                          : kLinearTopkKernel;
+    Value eos = rewriter.create<arith::IndexCastOp>(
+        op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
+    callLibraryKernel(rewriter, op, kernel,
+                      {dynamic(x), dynamic(adaptor.getWeight()),
+                       dynamic(adaptor.getBias()), dynamic(adaptor.getNever()),
+                       eos, dynamic(adaptor.getAllowEos()), dynamic(values),
+                       dynamic(ids)});
+    rewriter.replaceOp(op, {values, ids});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::loops::populateSearchHeadLowerings(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<LinearArgmaxLowering, LinearTopkLowering>(
+      converter, patterns.getContext());
+}
+
+void mlir::tfm::loops::populateSearchHeadLibraryCallLowerings(
+    TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
+  patterns.add<LinearArgmaxToLibraryCall, LinearTopkToLibraryCall>(
+      converter, patterns.getContext(), minRows);
+}
