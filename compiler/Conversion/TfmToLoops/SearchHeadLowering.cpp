@@ -108,70 +108,6 @@ static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
   });
 }
 
-struct LinearArgmaxLowering : public OpConversionPattern<LinearArgmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput();
-    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
-                                           rewriter.getI32Type()),
-                           {k.dim(x, 0)});
-    lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
-                             adaptor.getBias(), adaptor.getNever(),
-                             adaptor.getEos(), adaptor.getAllowEos(), tokens);
-    rewriter.replaceOp(op, tokens);
-    return success();
-  }
-};
-
-/// tfm.linear_argmax -> call @tfm_rt_linear_argmax(x, w, b, never, eos,
-/// allow, tokens) (_f16 for a float16 weight), whose values are those of
-/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
-struct LinearArgmaxToLibraryCall : public OpConversionPattern<LinearArgmaxOp> {
-  LinearArgmaxToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
-                            int64_t minRows)
-      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
-  int64_t minRows;
-
-  LogicalResult
-  matchAndRewrite(LinearArgmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput();
-    Value tokens = k.alloc(MemRefType::get({ShapedType::kDynamic},
-                                           rewriter.getI32Type()),
-                           {k.dim(x, 0)});
-    OpBuilder::InsertionGuard guard(rewriter);
-    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
-      lowerLinearArgmaxAsLoops(rewriter, op, x, adaptor.getWeight(),
-                               adaptor.getBias(), adaptor.getNever(),
-                               adaptor.getEos(), adaptor.getAllowEos(),
-                               tokens);
-    });
-    auto dynamic = [&](Value v) {
-      return dynamicMemRef(rewriter, op.getLoc(), v);
-    };
-    Type element = op.getWeight().getType().getElementType();
-    StringRef kernel = element.isF16()    ? kLinearArgmaxF16Kernel
-                       : element.isBF16() ? kLinearArgmaxBF16Kernel
-                                          : kLinearArgmaxKernel;
-    Value eos = rewriter.create<arith::IndexCastOp>(
-        op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
-    SmallVector<Value> args{dynamic(x),
-                            dynamic(adaptor.getWeight()),
-                            dynamic(adaptor.getBias()),
-                            dynamic(adaptor.getNever()),
-                            eos,
-                            dynamic(adaptor.getAllowEos()),
-                            dynamic(tokens)};
-    callLibraryKernel(rewriter, op, kernel, args);
-    rewriter.replaceOp(op, tokens);
-    return success();
-  }
-};
-
 
 //===----------------------------------------------------------------------===//
 // Beam search's candidates fused into the output projection
@@ -188,6 +124,7 @@ static std::pair<Value, Value> allocCandidates(KernelBuilder &k, Value x,
       k.alloc(MemRefType::get({dyn, dyn}, b.getI32Type()), {k.dim(x, 0), count});
   return {values, ids};
 }
+
 
 /// tfm.linear_topk as loops: row by row, the row's logits by the loop
 /// kernel tfm.linear uses (the same values) into a buffer of one row that
@@ -223,61 +160,107 @@ static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
   });
 }
 
-struct LinearTopkLowering : public OpConversionPattern<LinearTopkOp> {
-  using OpConversionPattern::OpConversionPattern;
+
+//===----------------------------------------------------------------------===//
+// The two heads as patterns
+//===----------------------------------------------------------------------===//
+
+/// What differs between the heads: their results, their loops, their
+/// library kernels.
+struct ArgmaxHead {
+  using Op = LinearArgmaxOp;
+  static constexpr const char *kernels[3] = {
+      kLinearArgmaxKernel, kLinearArgmaxF16Kernel, kLinearArgmaxBF16Kernel};
+  static SmallVector<Value> allocResults(KernelBuilder &k, Op,
+                                         Op::Adaptor adaptor) {
+    Value x = adaptor.getInput();
+    return {k.alloc(MemRefType::get({ShapedType::kDynamic},
+                                    k.builder().getI32Type()),
+                    {k.dim(x, 0)})};
+  }
+  static void loops(ConversionPatternRewriter &rewriter, Op op,
+                    Op::Adaptor a, ValueRange results) {
+    lowerLinearArgmaxAsLoops(rewriter, op, a.getInput(), a.getWeight(),
+                             a.getBias(), a.getNever(), a.getEos(),
+                             a.getAllowEos(), results[0]);
+  }
+};
+
+struct TopkHead {
+  using Op = LinearTopkOp;
+  static constexpr const char *kernels[3] = {
+      kLinearTopkKernel, kLinearTopkF16Kernel, kLinearTopkBF16Kernel};
+  static SmallVector<Value> allocResults(KernelBuilder &k, Op,
+                                         Op::Adaptor adaptor) {
+    auto [values, ids] = allocCandidates(k, adaptor.getInput(),
+                                         adaptor.getCount());
+    return {values, ids};
+  }
+  static void loops(ConversionPatternRewriter &rewriter, Op op,
+                    Op::Adaptor a, ValueRange results) {
+    lowerLinearTopkAsLoops(rewriter, op, a.getInput(), a.getWeight(),
+                           a.getBias(), a.getNever(), a.getEos(),
+                           a.getAllowEos(), results[0], results[1]);
+  }
+};
+
+/// A head as loops (--kernels loops).
+template <typename Head>
+struct HeadLowering : public OpConversionPattern<typename Head::Op> {
+  using Op = typename Head::Op;
+  using OpConversionPattern<Op>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(LinearTopkOp op, OpAdaptor adaptor,
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value x = adaptor.getInput();
-    auto [values, ids] = allocCandidates(k, x, adaptor.getCount());
-    lowerLinearTopkAsLoops(rewriter, op, x, adaptor.getWeight(),
-                           adaptor.getBias(), adaptor.getNever(),
-                           adaptor.getEos(), adaptor.getAllowEos(), values,
-                           ids);
-    rewriter.replaceOp(op, {values, ids});
+    SmallVector<Value> results = Head::allocResults(k, op, adaptor);
+    Head::loops(rewriter, op, adaptor, results);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
 
-/// tfm.linear_topk -> call @tfm_rt_linear_topk(x, w, b, never, eos, allow,
-/// values, ids) (_f16, _bf16 for such weights), whose logits are those of
-/// tfm_rt_linear; below `minRows` rows the loops, as for tfm.linear.
-struct LinearTopkToLibraryCall : public OpConversionPattern<LinearTopkOp> {
-  LinearTopkToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
-                          int64_t minRows)
-      : OpConversionPattern(converter, ctx, /*benefit=*/2), minRows(minRows) {}
+/// A head as a call of its runtime kernel, `tfm_rt_linear_argmax(x, w, b,
+/// never, eos, allow, tokens)` or `tfm_rt_linear_topk(..., values, ids)`
+/// (_f16, _bf16 for such weights), whose logits are those of
+/// tfm_rt_linear; below `minRows` rows its loops, as for tfm.linear.
+template <typename Head>
+struct HeadToLibraryCall : public OpConversionPattern<typename Head::Op> {
+  using Op = typename Head::Op;
+  HeadToLibraryCall(TypeConverter &converter, MLIRContext *ctx,
+                    int64_t minRows)
+      : OpConversionPattern<Op>(converter, ctx, /*benefit=*/2),
+        minRows(minRows) {}
   int64_t minRows;
 
   LogicalResult
-  matchAndRewrite(LinearTopkOp op, OpAdaptor adaptor,
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     Value x = adaptor.getInput();
-    Value values, ids;
-    std::tie(values, ids) = allocCandidates(k, x, adaptor.getCount());
+    SmallVector<Value> results = Head::allocResults(k, op, adaptor);
     OpBuilder::InsertionGuard guard(rewriter);
-    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows, [&] {
-      lowerLinearTopkAsLoops(rewriter, op, x, adaptor.getWeight(),
-                             adaptor.getBias(), adaptor.getNever(),
-                             adaptor.getEos(), adaptor.getAllowEos(), values,
-                             ids);
-    });
+    branchOnFewRows(rewriter, k, k.dim(x, 0), minRows,
+                    [&] { Head::loops(rewriter, op, adaptor, results); });
     auto dynamic = [&](Value v) {
       return dynamicMemRef(rewriter, op.getLoc(), v);
     };
     Type element = op.getWeight().getType().getElementType();
-    StringRef kernel = element.isF16()    ? kLinearTopkF16Kernel
-                       : element.isBF16() ? kLinearTopkBF16Kernel
-                                          : kLinearTopkKernel;
+    const char *kernel = Head::kernels[element.isF16()    ? 1
+                                       : element.isBF16() ? 2
+                                                          : 0];
     Value eos = rewriter.create<arith::IndexCastOp>(
         op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
-    callLibraryKernel(rewriter, op, kernel,
-                      {dynamic(x), dynamic(adaptor.getWeight()),
-                       dynamic(adaptor.getBias()), dynamic(adaptor.getNever()),
-                       eos, dynamic(adaptor.getAllowEos()), dynamic(values),
-                       dynamic(ids)});
-    rewriter.replaceOp(op, {values, ids});
+    SmallVector<Value> args{dynamic(x),
+                            dynamic(adaptor.getWeight()),
+                            dynamic(adaptor.getBias()),
+                            dynamic(adaptor.getNever()),
+                            eos,
+                            dynamic(adaptor.getAllowEos())};
+    for (Value r : results)
+      args.push_back(dynamic(r));
+    callLibraryKernel(rewriter, op, kernel, args);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -286,12 +269,12 @@ struct LinearTopkToLibraryCall : public OpConversionPattern<LinearTopkOp> {
 
 void mlir::tfm::loops::populateSearchHeadLowerings(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<LinearArgmaxLowering, LinearTopkLowering>(
+  patterns.add<HeadLowering<ArgmaxHead>, HeadLowering<TopkHead>>(
       converter, patterns.getContext());
 }
 
 void mlir::tfm::loops::populateSearchHeadLibraryCallLowerings(
     TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
-  patterns.add<LinearArgmaxToLibraryCall, LinearTopkToLibraryCall>(
+  patterns.add<HeadToLibraryCall<ArgmaxHead>, HeadToLibraryCall<TopkHead>>(
       converter, patterns.getContext(), minRows);
 }
