@@ -84,14 +84,13 @@ static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
       });
 }
 
-/// tfm.linear_argmax as loops: row by row, the row's logits by the loop
-/// kernel tfm.linear uses (the same values) into a buffer of one row that
-/// stays in cache, then the scan.
-static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
-                                     LinearArgmaxOp op, Value x, Value w,
-                                     Value bias, Value never, Value eos,
-                                     Value allow, Value tokens) {
-  KernelBuilder k(rewriter, op.getLoc());
+/// A head as loops: row by row, the row's logits by the loop kernel
+/// tfm.linear uses (the same values) into a buffer of one row that stays in
+/// cache, then `scan(logits, row)`.
+static void headRowsAsLoops(
+    ConversionPatternRewriter &rewriter, Operation *op, Value x, Value w,
+    Value bias, function_ref<void(Value logits, Value row)> scan) {
+  KernelBuilder k(rewriter, op->getLoc());
   auto f32 = rewriter.getF32Type();
   int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
   int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
@@ -104,10 +103,19 @@ static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
     });
     callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
                           logits);
-    callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
+    scan(logits, r);
   });
 }
 
+/// tfm.linear_argmax as loops: the compiled scan of each row.
+static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
+                                     LinearArgmaxOp op, Value x, Value w,
+                                     Value bias, Value never, Value eos,
+                                     Value allow, Value tokens) {
+  headRowsAsLoops(rewriter, op, x, w, bias, [&](Value logits, Value r) {
+    callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
+  });
+}
 
 //===----------------------------------------------------------------------===//
 // Beam search's candidates fused into the output projection
@@ -126,40 +134,25 @@ static std::pair<Value, Value> allocCandidates(KernelBuilder &k, Value x,
 }
 
 
-/// tfm.linear_topk as loops: row by row, the row's logits by the loop
-/// kernel tfm.linear uses (the same values) into a buffer of one row that
-/// stays in cache, then the runtime's candidate scan (TopKScan, which beam
-/// search over tfm.linear's logits uses too: the same bits).
+/// tfm.linear_topk as loops: each row's logits to the runtime's candidate
+/// scan (TopKScan, which beam search over tfm.linear's logits uses too: the
+/// same bits).
 static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
                                    LinearTopkOp op, Value x, Value w,
                                    Value bias, Value never, Value eos,
                                    Value allow, Value values, Value ids) {
-  KernelBuilder k(rewriter, op.getLoc());
-  auto f32 = rewriter.getF32Type();
-  int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
-  int64_t vocab = cast<MemRefType>(w.getType()).getDimSize(0);
-  Value row = k.alloc(MemRefType::get({1, 1, d}, f32), {});
-  Value logits = k.alloc(MemRefType::get({1, 1, vocab}, f32), {});
-  Value zero = k.index(0);
-  Value eos64 = rewriter.create<arith::IndexCastOp>(
-      op.getLoc(), rewriter.getI64Type(), eos);
-  auto dynamic = [&](Value v) {
-    return dynamicMemRef(rewriter, op.getLoc(), v);
-  };
-  k.loop(zero, k.dim(x, 0), [&](Value r) {
-    k.loop(zero, k.index(d), [&](Value i) {
-      k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
-    });
-    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
-                          logits);
-    Value r64 = rewriter.create<arith::IndexCastOp>(
-        op.getLoc(), rewriter.getI64Type(), r);
+  Location loc = op.getLoc();
+  Value eos64 =
+      rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), eos);
+  auto dynamic = [&](Value v) { return dynamicMemRef(rewriter, loc, v); };
+  headRowsAsLoops(rewriter, op, x, w, bias, [&](Value logits, Value r) {
+    Value r64 =
+        rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), r);
     callLibraryKernel(rewriter, op, kTopkScanKernel,
                       {dynamic(logits), dynamic(never), eos64, dynamic(allow),
                        r64, dynamic(values), dynamic(ids)});
   });
 }
-
 
 //===----------------------------------------------------------------------===//
 // The two heads as patterns
