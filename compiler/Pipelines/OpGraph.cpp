@@ -86,17 +86,17 @@ Description describe(Operation *op,
     if (std::string name = weightName(linear.getWeight()); !name.empty())
       for (llvm::StringRef part : llvm::split(name, '|'))
         d.lines.push_back(part.str());
-  } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
-    Type w = argmax.getWeight().getType();
-    d.fused = "projection + greedy choice (no logits stored)";
+  } else if (isa<LinearArgmaxOp, LinearTopkOp>(op)) {
+    auto argmax = dyn_cast<LinearArgmaxOp>(op);
+    Value weight =
+        argmax ? argmax.getWeight() : cast<LinearTopkOp>(op).getWeight();
+    d.fused = argmax
+                  ? "projection + greedy choice (no logits stored)"
+                  : "projection + log_softmax + best candidates (no logits "
+                    "stored)";
+    Type w = weight.getType();
     d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w));
-    if (std::string name = weightName(argmax.getWeight()); !name.empty())
-      d.lines.push_back(name);
-  } else if (auto topk = dyn_cast<LinearTopkOp>(op)) {
-    Type w = topk.getWeight().getType();
-    d.fused = "projection + log_softmax + best candidates (no logits stored)";
-    d.lines.push_back("weight " + shapeOf(w) + " " + elementOf(w));
-    if (std::string name = weightName(topk.getWeight()); !name.empty())
+    if (std::string name = weightName(weight); !name.empty())
       d.lines.push_back(name);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     d.fused = "scores + " +

@@ -300,25 +300,44 @@ public:
   }
 
   /// The outputs linear() or linearF16() would give for x, computed
-  /// exactly as they compute them, handed to `scan(values, ld, first,
-  /// count)` a block of columns at a time: where they run the packed
-  /// kernels (decoder steps), blocks of about 256 KB that stay in cache
-  /// (whole chunks of TopKScan::kChunk columns), so the [m, n] outputs are
-  /// never written; otherwise the whole output at once. False (after
-  /// fail()) when the operands are not laid out as expected.
-  template <typename Weight, typename Scan>
+  /// exactly as they compute them, fed to each row's scan (ArgmaxScan or
+  /// TopKScan: `scans[r].add(values, first, count, exclusions)`, ids in
+  /// `never` and eos unless allow[r] excluded) a block of columns at a
+  /// time: where they run the packed kernels (decoder steps), blocks of
+  /// about 256 KB that stay in cache (whole chunks of TopKScan::kChunk
+  /// columns), so the [m, n] outputs are never written; otherwise the
+  /// whole output at once. False (after fail()) when the operands are not
+  /// laid out as expected.
+  template <typename Weight, typename RowScan>
   bool scanOutputs(const char *kernel, const MemRefDescriptor<3> &x,
                    const Weight &w, const MemRefDescriptor<1> &b, bool brain,
-                   Scan scan) {
+                   const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                   const MemRefDescriptor<1, int32_t> &allow,
+                   std::vector<RowScan> &scans) {
     constexpr bool half = sizeof(*w.aligned) == 2;
     int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
     if (!contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
-        w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n) {
+        w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
+        allow.sizes[0] != m || static_cast<int64_t>(scans.size()) != m ||
+        (never.sizes[0] > 0 && never.strides[0] != 1) ||
+        (m > 0 && allow.strides[0] != 1)) {
       fail(std::string(kernel) + ": unexpected operand layout");
       return false;
     }
     if (m == 0)
       return true;
+    ScanExclusions excluded;
+    excluded.never = never.aligned + never.offset;
+    excluded.neverCount = never.sizes[0];
+    excluded.eos = eos;
+    const int32_t *allowed = allow.aligned + allow.offset;
+    auto scan = [&](const float *values, int64_t ld, int64_t first,
+                    int64_t count) {
+      for (int64_t r = 0; r < m; ++r) {
+        excluded.allowEos = allowed[r] != 0;
+        scans[r].add(values + r * ld, first, count, excluded);
+      }
+    };
     const float *bias = b.aligned + b.offset;
     thread_local std::vector<float> block;
     if (usePacked(m)) {
@@ -370,25 +389,14 @@ public:
                     const MemRefDescriptor<1, int32_t> &out,
                     bool brain = false) {
     int64_t m = x.sizes[0] * x.sizes[1];
-    if (allow.sizes[0] != m || out.sizes[0] != m ||
-        (never.sizes[0] > 0 && never.strides[0] != 1) ||
-        (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
+    if (out.sizes[0] != m || (m > 0 && out.strides[0] != 1)) {
       fail("tfm_rt_linear_argmax: unexpected operand layout");
       return;
     }
     thread_local std::vector<ArgmaxScan> scans;
     scans.assign(m, ArgmaxScan());
-    ScanExclusions excluded = exclusions(never, eos);
-    const int32_t *allowed = allow.aligned + allow.offset;
-    bool scanned = scanOutputs(
-        "tfm_rt_linear_argmax", x, w, b, brain,
-        [&](const float *values, int64_t ld, int64_t first, int64_t count) {
-          for (int64_t r = 0; r < m; ++r) {
-            excluded.allowEos = allowed[r] != 0;
-            scans[r].add(values + r * ld, first, count, excluded);
-          }
-        });
-    if (!scanned)
+    if (!scanOutputs("tfm_rt_linear_argmax", x, w, b, brain, never, eos,
+                     allow, scans))
       return;
     int32_t *tokens = out.aligned + out.offset;
     for (int64_t r = 0; r < m; ++r)
@@ -407,11 +415,8 @@ public:
                   const MemRefDescriptor<2, int32_t> &ids,
                   bool brain = false) {
     int64_t m = x.sizes[0] * x.sizes[1], count = values.sizes[1];
-    if (allow.sizes[0] != m || values.sizes[0] != m || ids.sizes[0] != m ||
-        ids.sizes[1] != count ||
-        (never.sizes[0] > 0 && never.strides[0] != 1) ||
-        (m > 0 && (allow.strides[0] != 1 || values.strides[1] != 1 ||
-                   ids.strides[1] != 1))) {
+    if (values.sizes[0] != m || ids.sizes[0] != m || ids.sizes[1] != count ||
+        (m > 0 && (values.strides[1] != 1 || ids.strides[1] != 1))) {
       fail("tfm_rt_linear_topk: unexpected operand layout");
       return;
     }
@@ -419,30 +424,12 @@ public:
     scans.resize(m);
     for (TopKScan &scan : scans)
       scan.reset(count);
-    ScanExclusions excluded = exclusions(never, eos);
-    const int32_t *allowed = allow.aligned + allow.offset;
-    bool scanned = scanOutputs(
-        "tfm_rt_linear_topk", x, w, b, brain,
-        [&](const float *block, int64_t ld, int64_t first, int64_t width) {
-          for (int64_t r = 0; r < m; ++r) {
-            excluded.allowEos = allowed[r] != 0;
-            scans[r].add(block + r * ld, first, width, excluded);
-          }
-        });
-    if (!scanned)
+    if (!scanOutputs("tfm_rt_linear_topk", x, w, b, brain, never, eos, allow,
+                     scans))
       return;
     for (int64_t r = 0; r < m; ++r)
       scans[r].write(values.aligned + values.offset + r * values.strides[0],
                      ids.aligned + ids.offset + r * ids.strides[0], count);
-  }
-
-  static ScanExclusions exclusions(const MemRefDescriptor<1, int32_t> &never,
-                                   int64_t eos) {
-    ScanExclusions excluded;
-    excluded.never = never.aligned + never.offset;
-    excluded.neverCount = never.sizes[0];
-    excluded.eos = eos;
-    return excluded;
   }
 
   void linearI8(const MemRefDescriptor<3> &x,

@@ -56,23 +56,18 @@ Cost costOf(Operation *op) {
     c.bytesCall = n * k * elementBytes(w) + n * f32 +
                   (linear.getScale() ? n * f32 : 0);
     c.bytesRows = (k + n) * f32;
-  } else if (auto argmax = dyn_cast<LinearArgmaxOp>(op)) {
-    Value w = argmax.getWeight();
+  } else if (isa<LinearArgmaxOp, LinearTopkOp>(op)) {
+    auto argmax = dyn_cast<LinearArgmaxOp>(op);
+    Value w = argmax ? argmax.getWeight() : cast<LinearTopkOp>(op).getWeight();
     auto shape = cast<ShapedType>(w.getType()).getShape();
     int64_t n = shape[0], k = shape[1];
-    // The logits are made and scanned in cache: read x, write one id.
+    // The logits are made and scanned in cache: read x, write one id
+    // (argmax) or the candidates (2K of them for beam K; counted as 8
+    // entries per row).
     c.flopRows = 2 * n * k;
     c.bytesCall = n * k * elementBytes(w) + n * f32;
-    c.bytesRows = k * f32 + sizeof(int32_t);
-  } else if (auto topk = dyn_cast<LinearTopkOp>(op)) {
-    Value w = topk.getWeight();
-    auto shape = cast<ShapedType>(w.getType()).getShape();
-    int64_t n = shape[0], k = shape[1];
-    // The logits are made and scanned in cache: read x, write the
-    // candidates (2K of them for beam K; counted as 8 entries per row).
-    c.flopRows = 2 * n * k;
-    c.bytesCall = n * k * elementBytes(w) + n * f32;
-    c.bytesRows = k * f32 + 8 * (f32 + sizeof(int32_t));
+    c.bytesRows =
+        k * f32 + (argmax ? sizeof(int32_t) : 8 * (f32 + sizeof(int32_t)));
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t d = lastDim(attention.getQuery());
     // q·k and p·v: two multiply-adds per feature and key.

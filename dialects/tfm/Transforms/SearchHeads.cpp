@@ -33,16 +33,22 @@ LinearOp returnedProjection(func::FuncOp step) {
   return linear;
 }
 
-/// A copy of `step` named `name`, with inputs named `inputNames` (types
-/// `inputTypes`) appended; returns it and its output projection.
-std::pair<func::FuncOp, LinearOp>
-cloneStep(OpBuilder &b, func::FuncOp step, StringRef name,
-          ArrayRef<Type> inputTypes, ArrayRef<StringRef> inputNames) {
+/// Adds `name`: a copy of decode_step with inputs `inputNames` (types
+/// `inputTypes`) appended, whose returned output projection is replaced by
+/// the results of `fuse(b, projection, inputs)`, named `outputs`. Nothing
+/// when the module has `name` already or decode_step does not end in such
+/// a projection.
+void addHead(ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
+             ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs,
+             function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
+  auto step = module.lookupSymbol<func::FuncOp>("decode_step");
+  if (!step || module.lookupSymbol(name) || !returnedProjection(step))
+    return;
+  OpBuilder b(module.getContext());
   b.setInsertionPointAfter(step);
   auto head = cast<func::FuncOp>(b.clone(*step));
   head.setSymName(name);
   LinearOp projection = returnedProjection(head);
-  Location loc = projection.getLoc();
   // What decides the choices travels as inputs: the same compiled function
   // serves every model's special tokens, minimum length and beam size.
   unsigned first = head.getNumArguments();
@@ -51,68 +57,55 @@ cloneStep(OpBuilder &b, func::FuncOp step, StringRef name,
   for (StringRef n : inputNames)
     attrs.push_back(b.getDictionaryAttr(
         b.getNamedAttr(kInputArgAttr, b.getStringAttr(n))));
-  SmallVector<Location> locs(inputTypes.size(), loc);
+  SmallVector<Location> locs(inputTypes.size(), projection.getLoc());
   head.insertArguments(at, inputTypes, attrs, locs);
   b.setInsertionPoint(projection);
-  return {head, projection};
+  Operation *fused =
+      fuse(b, projection, head.getArguments().drop_front(first));
+  auto ret = cast<func::ReturnOp>(head.getBody().front().getTerminator());
+  ret->setOperands(fused->getResults());
+  projection.erase();
+  head.setType(b.getFunctionType(head.getArgumentTypes(),
+                                 fused->getResultTypes()));
+  for (auto [i, output] : llvm::enumerate(outputs))
+    head.setResultAttr(i, kOutputResultAttr, b.getStringAttr(output));
+}
+
+RankedTensorType idList(OpBuilder &b) {
+  return RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
 }
 
 struct TfmGreedyHeadPass
     : public tfm::impl::TfmGreedyHeadBase<TfmGreedyHeadPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>("decode_step");
-    if (!step || module.lookupSymbol("decode_greedy") ||
-        !returnedProjection(step))
-      return;
-    OpBuilder b(module.getContext());
-    auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-    auto [greedy, projection] =
-        cloneStep(b, step, "decode_greedy", {ids, b.getIndexType(), ids},
-                  {"never_ids", "eos_id", "allow_eos"});
-    unsigned first = greedy.getNumArguments() - 3;
-    auto best = b.create<LinearArgmaxOp>(
-        projection.getLoc(), ids, projection.getInput(),
-        projection.getWeight(), projection.getBias(),
-        greedy.getArgument(first), greedy.getArgument(first + 1),
-        greedy.getArgument(first + 2));
-    auto ret = cast<func::ReturnOp>(greedy.getBody().front().getTerminator());
-    ret->setOperand(0, best);
-    projection.erase();
-    greedy.setType(b.getFunctionType(greedy.getArgumentTypes(), {ids}));
-    greedy.setResultAttr(0, kOutputResultAttr, b.getStringAttr("best_tokens"));
+    OpBuilder b(&getContext());
+    Type ids = idList(b);
+    addHead(getOperation(), "decode_greedy", {ids, b.getIndexType(), ids},
+            {"never_ids", "eos_id", "allow_eos"}, {"best_tokens"},
+            [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
+              return b.create<LinearArgmaxOp>(p.getLoc(), ids, p.getInput(),
+                                              p.getWeight(), p.getBias(),
+                                              in[0], in[1], in[2]);
+            });
   }
 };
 
 struct TfmBeamHeadPass : public tfm::impl::TfmBeamHeadBase<TfmBeamHeadPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>("decode_step");
-    if (!step || module.lookupSymbol("decode_beam") ||
-        !returnedProjection(step))
-      return;
-    OpBuilder b(module.getContext());
-    auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-    auto [beam, projection] = cloneStep(
-        b, step, "decode_beam",
-        {ids, b.getIndexType(), ids, b.getIndexType()},
-        {"never_ids", "eos_id", "allow_eos", "candidates"});
-    unsigned first = beam.getNumArguments() - 4;
+    OpBuilder b(&getContext());
+    Type ids = idList(b);
     int64_t dyn = ShapedType::kDynamic;
     auto valuesType = RankedTensorType::get({dyn, dyn}, b.getF32Type());
     auto idsType = RankedTensorType::get({dyn, dyn}, b.getI32Type());
-    auto top = b.create<LinearTopkOp>(
-        projection.getLoc(), valuesType, idsType, projection.getInput(),
-        projection.getWeight(), projection.getBias(), beam.getArgument(first),
-        beam.getArgument(first + 1), beam.getArgument(first + 2),
-        beam.getArgument(first + 3));
-    auto ret = cast<func::ReturnOp>(beam.getBody().front().getTerminator());
-    ret->setOperands(top.getResults());
-    projection.erase();
-    beam.setType(
-        b.getFunctionType(beam.getArgumentTypes(), {valuesType, idsType}));
-    beam.setResultAttr(0, kOutputResultAttr, b.getStringAttr("top_values"));
-    beam.setResultAttr(1, kOutputResultAttr, b.getStringAttr("top_ids"));
+    addHead(getOperation(), "decode_beam",
+            {ids, b.getIndexType(), ids, b.getIndexType()},
+            {"never_ids", "eos_id", "allow_eos", "candidates"},
+            {"top_values", "top_ids"},
+            [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
+              return b.create<LinearTopkOp>(
+                  p.getLoc(), valuesType, idsType, p.getInput(),
+                  p.getWeight(), p.getBias(), in[0], in[1], in[2], in[3]);
+            });
   }
 };
 
