@@ -43,8 +43,10 @@ bool haveLibraryKernels();
 /// (oneDNN loses to the loops on a few rows).
 int64_t libraryKernelMinRows();
 
-/// Sets the threads library kernels may use (oneDNN's OpenMP pool).
+/// Sets the threads library kernels may use (oneDNN's OpenMP pool), for
+/// the calling thread; kernelThreads() reads it back.
 void setKernelThreads(int threads);
+int kernelThreads();
 
 /// Library kernels keep per-weight data (int8 weights reordered for the
 /// GEMM, their row sums) keyed by the weight's address; the owner of a

@@ -9,6 +9,7 @@
 bool tfmc::runtime::haveLibraryKernels() { return false; }
 int64_t tfmc::runtime::libraryKernelMinRows() { return 8; }
 void tfmc::runtime::setKernelThreads(int) {}
+int tfmc::runtime::kernelThreads() { return 1; }
 std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   auto symbols = bufferPoolSymbols();

@@ -29,12 +29,15 @@
 #include "runtime/kernels/ArgmaxScan.h"
 #include "runtime/kernels/TopKScan.h"
 #include "runtime/kernels/RowTiles.h"
+#include "runtime/kernels/StepTeam.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -208,6 +211,18 @@ public:
       fail("tfm_rt_linear: unexpected operand layout");
       return;
     }
+    if (packable && inTeam() &&
+        withTeam(w.aligned + w.offset, x.aligned + x.offset, m, k,
+                 y.aligned + y.offset, n,
+                 [&](const float *rows, int64_t total, float *out,
+                     int64_t first, int64_t end) {
+                   packed::linearColumns(
+                       rows, total,
+                       panels(w.aligned + w.offset, n, k, PanelType::F32),
+                       b.aligned + b.offset, out + first * packed::kPanel, n,
+                       first, end, activation, packed::preferredIsa());
+                 }))
+      return;
     if (m > kChunkRows) {
       // Large layers (the encoder's) run chunk by chunk: on oneDNN, except
       // where the AVX-512 packed kernel runs. Measured on the dev set's
@@ -277,6 +292,19 @@ public:
       return;
     }
     if (m == 0)
+      return;
+    if (inTeam() &&
+        withTeam(w.aligned + w.offset, x.aligned + x.offset, m, k,
+                 y.aligned + y.offset, n,
+                 [&](const float *rows, int64_t total, float *out,
+                     int64_t first, int64_t end) {
+                   packed::linearColumns(
+                       rows, total,
+                       panels(w.aligned + w.offset, n, k,
+                              brain ? PanelType::BF16 : PanelType::F16),
+                       b.aligned + b.offset, out + first * packed::kPanel, n,
+                       first, end, activation, packed::preferredIsa());
+                 }))
       return;
     if (usePacked(m)) {
       // Halves stay halves: the kernel widens them, half the bytes move.
@@ -393,6 +421,8 @@ public:
       fail("tfm_rt_linear_argmax: unexpected operand layout");
       return;
     }
+    if (teamArgmax(x, w, b, brain, never, eos, allow, out))
+      return;
     thread_local std::vector<ArgmaxScan> scans;
     scans.assign(m, ArgmaxScan());
     if (!scanOutputs("tfm_rt_linear_argmax", x, w, b, brain, never, eos,
@@ -455,7 +485,10 @@ public:
     }
     try {
       const int8_t *weight = w.aligned + w.offset;
-      bool usePanels = packable && usePacked(m);
+      // A team step's members (at most kPackedMaxRows rows each) run the
+      // panels, together when they can.
+      bool team = packable && inTeam();
+      bool usePanels = packable && (usePacked(m) || team);
       const packed::PackedWeight *panelWeight =
           usePanels ? &panels(weight, n, k, PanelType::I8) : nullptr;
       const LinearPrimitive *p =
@@ -488,10 +521,18 @@ public:
         for (int64_t i = 0; i < k; ++i)
           row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
       }
-      if (usePanels) {
-        packed::int8Products(reinterpret_cast<const uint8_t *>(q.data()), m,
-                             *panelWeight, acc.data(), packed::preferredIsa(),
-                             packedThreads(m, n, k));
+      const auto *xq = reinterpret_cast<const uint8_t *>(q.data());
+      if (team &&
+          withTeam(weight, xq, m, ldq, acc.data(), n,
+                   [&](const uint8_t *rows, int64_t total, int32_t *out,
+                       int64_t first, int64_t end) {
+                     packed::int8ProductsColumns(rows, total, *panelWeight,
+                                                 out, first, end);
+                   })) {
+        // acc holds this member's rows.
+      } else if (usePanels) {
+        packed::int8Products(xq, m, *panelWeight, acc.data(),
+                             packed::preferredIsa(), packedThreads(m, n, k));
       } else {
         dnnl::memory src(p->src, engine, q.data());
         dnnl::memory dst(p->dst, engine, acc.data());
@@ -532,6 +573,168 @@ public:
     } catch (const dnnl::error &e) {
       fail(std::string("oneDNN: ") + e.what());
     }
+  }
+
+  /// Whether the calling thread runs a decoder step in a StepTeam (and the
+  /// packed kernels, which teams share, run here).
+  static bool inTeam() {
+    int member;
+    return StepTeam::current(member) && packed::availableOnThisCpu();
+  }
+
+  /// A packed layer computed with the other members of the calling
+  /// thread's StepTeam, when they are at the same layer: every member's
+  /// rows (`ldx` inputs apart) are gathered, this member computes its
+  /// share of the panels for all of them, `columns(rows, total, out,
+  /// firstPanel, endPanel)` writing outputs (r, c) to out[r · n + c], and
+  /// copies its own rows of every member's share to y ([m, n]). False
+  /// (nothing written): the caller computes its rows alone.
+  template <typename In, typename Out, typename Columns>
+  static bool withTeam(const void *layer, const In *x, int64_t m, int64_t ldx,
+                       Out *y, int64_t n, Columns columns) {
+    int member;
+    StepTeam *team = StepTeam::current(member);
+    const TeamOffer *all = nullptr;
+    if (!team || !team->meet({layer, m, x}, all))
+      return false;
+    int members = team->size();
+    int64_t total = 0, before = 0;
+    for (int p = 0; p < members; ++p) {
+      if (p == member)
+        before = total;
+      total += all[p].rows;
+    }
+    // Every member sees the same offers: they all decline together.
+    if (total > kPackedMaxRows)
+      return false;
+    thread_local std::vector<In> gathered;
+    thread_local std::vector<Out> results;
+    gathered.resize(total * ldx);
+    results.resize(total * n);
+    int64_t at = 0;
+    for (int p = 0; p < members; ++p) {
+      std::memcpy(gathered.data() + at * ldx, all[p].input,
+                  all[p].rows * ldx * sizeof(In));
+      at += all[p].rows;
+    }
+    int64_t panelsOfN = packed::panelCount(n);
+    auto [first, end] = packed::panelShare(panelsOfN, member, members);
+    if (first < end)
+      columns(gathered.data(), total, results.data(), first, end);
+    if (!team->publish(results.data()))
+      return false;
+    for (int p = 0; p < members; ++p) {
+      auto [f, e] = packed::panelShare(panelsOfN, p, members);
+      if (f >= e)
+        continue;
+      int64_t col = f * packed::kPanel,
+              width = std::min(n, e * packed::kPanel) - col;
+      const Out *share = static_cast<const Out *>(all[p].result);
+      for (int64_t r = 0; r < m; ++r)
+        std::memcpy(y + r * n + col, share + (before + r) * n + col,
+                    width * sizeof(Out));
+    }
+    return true;
+  }
+
+  /// tfm.linear_argmax with the other members of a StepTeam (withTeam):
+  /// each member scans its share of the columns for every member's rows,
+  /// and each row's choice is merged from the shares in id order. Exact:
+  /// a later share's choice replaces an earlier one's only when strictly
+  /// greater, as in one scan; where a share's choice is a NaN taken first
+  /// the merge cannot tell what one scan would have done, and the member
+  /// scans its own rows again alone. False: the caller scans alone.
+  template <typename Weight>
+  bool teamArgmax(const MemRefDescriptor<3> &x, const Weight &w,
+                  const MemRefDescriptor<1> &b, bool brain,
+                  const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                  const MemRefDescriptor<1, int32_t> &allow,
+                  const MemRefDescriptor<1, int32_t> &out) {
+    constexpr bool half = sizeof(*w.aligned) == 2;
+    int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+    // Layouts scanOutputs would refuse are left to it (alone).
+    if (!inTeam() || !contiguous(x) || w.strides[1] != 1 ||
+        w.strides[0] != k || w.sizes[1] != k || b.strides[0] != 1 ||
+        b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
+        (never.sizes[0] > 0 && never.strides[0] != 1) || m == 0)
+      return false;
+    int member;
+    StepTeam *team = StepTeam::current(member);
+    const TeamOffer *all = nullptr;
+    TeamOffer mine{w.aligned + w.offset, m, x.aligned + x.offset};
+    mine.extra = allow.aligned + allow.offset;
+    if (!team->meet(mine, all))
+      return false;
+    int members = team->size();
+    int64_t total = 0, before = 0;
+    for (int p = 0; p < members; ++p) {
+      if (p == member)
+        before = total;
+      total += all[p].rows;
+    }
+    if (total > kPackedMaxRows)
+      return false;
+    thread_local std::vector<float> gathered, block;
+    thread_local std::vector<int32_t> allowed;
+    thread_local std::vector<ArgmaxScan> partial;
+    gathered.resize(total * k);
+    allowed.resize(total);
+    int64_t at = 0;
+    for (int p = 0; p < members; ++p) {
+      std::memcpy(gathered.data() + at * k, all[p].input,
+                  all[p].rows * k * sizeof(float));
+      std::memcpy(allowed.data() + at, all[p].extra,
+                  all[p].rows * sizeof(int32_t));
+      at += all[p].rows;
+    }
+    partial.assign(total, ArgmaxScan());
+    const packed::PackedWeight &pw = panels(
+        w.aligned + w.offset, n, k,
+        !half ? PanelType::F32 : brain ? PanelType::BF16 : PanelType::F16);
+    auto [first, end] =
+        packed::panelShare(packed::panelCount(n), member, members);
+    ScanExclusions excluded;
+    excluded.never = never.aligned + never.offset;
+    excluded.neverCount = never.sizes[0];
+    excluded.eos = eos;
+    // Blocks of whole panel pairs, about 256 KB of outputs.
+    int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / total,
+                                        2 * packed::kPanel, 8192);
+    width -= width % (2 * packed::kPanel);
+    int64_t blockPanels = width / packed::kPanel;
+    if (block.size() < static_cast<size_t>(total * width))
+      block.resize(total * width);
+    for (int64_t p = first; p < end; p += blockPanels) {
+      int64_t stop = std::min(end, p + blockPanels);
+      packed::linearColumns(gathered.data(), total, pw, b.aligned + b.offset,
+                            block.data(), width, p, stop,
+                            static_cast<int32_t>(KernelActivation::None),
+                            packed::preferredIsa());
+      int64_t col = p * packed::kPanel,
+              count = std::min(n, stop * packed::kPanel) - col;
+      for (int64_t r = 0; r < total; ++r) {
+        excluded.allowEos = allowed[r] != 0;
+        partial[r].add(block.data() + r * width, col, count, excluded);
+      }
+    }
+    if (!team->publish(partial.data()))
+      return false;
+    int32_t *tokens = out.aligned + out.offset;
+    for (int64_t r = 0; r < m; ++r) {
+      ArgmaxScan best;
+      for (int p = 0; p < members; ++p) {
+        const ArgmaxScan &s =
+            static_cast<const ArgmaxScan *>(all[p].result)[before + r];
+        if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
+          continue;
+        if (best.best >= 0 && std::isnan(s.value))
+          return false; // one scan might have chosen a later id
+        if (best.best < 0 || s.value > best.value)
+          best = s;
+      }
+      tokens[r] = best.best;
+    }
+    return true;
   }
 
   void release(const void *weight) {
@@ -838,6 +1041,8 @@ int64_t tfmc::runtime::libraryKernelMinRows() {
 void tfmc::runtime::setKernelThreads(int threads) {
   omp_set_num_threads(threads);
 }
+
+int tfmc::runtime::kernelThreads() { return omp_get_max_threads(); }
 
 std::string tfmc::runtime::takeKernelError() {
   return OneDnn::get().takeError();

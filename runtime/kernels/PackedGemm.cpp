@@ -331,17 +331,6 @@ void int8ProductsAvx2(const uint8_t *xq, int64_t m, const PackedWeight &w,
   }
 }
 
-/// Panels [first, end) of thread `t` of `threads`: whole pairs of panels
-/// (the AVX-512 tiles take two at a time), so every column is computed by
-/// the same tile code whatever the split and results do not depend on the
-/// thread count.
-std::pair<int64_t, int64_t> panelShare(int64_t panels, int t, int threads) {
-  int64_t pairs = (panels + 1) / 2;
-  int64_t first = 2 * (pairs * t / threads);
-  int64_t end = std::min(panels, 2 * (pairs * (t + 1) / threads));
-  return {first, end};
-}
-
 /// Runs body(firstPanel, endPanel) over `threads` shares of `panels`, on
 /// the OpenMP (GNU) threads oneDNN uses as well.
 template <typename Body>
@@ -369,14 +358,28 @@ void forPanelShares(int64_t panels, int threads, const Body &body) {
 
 } // namespace
 
+std::pair<int64_t, int64_t> packed::panelShare(int64_t panels, int t,
+                                               int threads) {
+  int64_t pairs = (panels + 1) / 2;
+  int64_t first = 2 * (pairs * t / threads);
+  int64_t end = std::min(panels, 2 * (pairs * (t + 1) / threads));
+  return {first, end};
+}
+
+void packed::int8ProductsColumns(const uint8_t *xq, int64_t m,
+                                 const PackedWeight &w, int32_t *acc,
+                                 int64_t firstPanel, int64_t endPanel,
+                                 Isa isa) {
+  if (isa == Isa::Avx512 && runs(Isa::Avx512))
+    avx512::int8Products(xq, m, w, acc, firstPanel, endPanel);
+  else
+    int8ProductsAvx2(xq, m, w, acc, firstPanel, endPanel);
+}
+
 void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                           int32_t *acc, Isa isa, int threads) {
-  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
   forPanelShares(panelCount(w.n), threads, [&](int64_t first, int64_t end) {
-    if (wide)
-      avx512::int8Products(xq, m, w, acc, first, end);
-    else
-      int8ProductsAvx2(xq, m, w, acc, first, end);
+    int8ProductsColumns(xq, m, w, acc, first, end, isa);
   });
 }
 

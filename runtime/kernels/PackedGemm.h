@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tfmc::runtime::packed {
@@ -87,12 +88,22 @@ PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
 PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
 
+/// Panels [first, end) of share `t` of `threads`: whole pairs of panels
+/// (the AVX-512 tiles take two at a time), so every column is computed by
+/// the same tile code whatever the split, and results do not depend on it.
+std::pair<int64_t, int64_t> panelShare(int64_t panels, int t, int threads);
+
 /// acc[m, n] = Σk xq[m, k] · W[n, k] in int32, xq unsigned bytes below 128
 /// with rows `kPadded` apart (the padding bytes' values do not matter).
 /// `threads` > 1 splits the output columns between that many OpenMP
 /// threads (whole pairs of panels each; the results are the same).
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, Isa isa = preferredIsa(), int threads = 1);
+/// The columns of panels [firstPanel, endPanel) of int8Products(), on the
+/// calling thread (acc rows still n wide).
+void int8ProductsColumns(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                         int32_t *acc, int64_t firstPanel, int64_t endPanel,
+                         Isa isa = preferredIsa());
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
 /// KernelActivation; `threads` as for int8Products. With `skipZeros`, the

@@ -1,6 +1,7 @@
 //===- BatchDecoder.cpp - a batch's KV caches and decoder steps -----------===//
 #include "runtime/session/BatchDecoder.h"
 #include "runtime/kernels/ProfileProbes.h"
+#include "runtime/kernels/StepTeam.h"
 
 #include <algorithm>
 #include <chrono>
@@ -77,6 +78,19 @@ BatchDecoder::~BatchDecoder() {
     release();
 }
 
+void BatchDecoder::bindSources(CallFrame &f, int64_t first, int64_t count) {
+  f.bind("src_ids", src.ids.data() + first * src.length, {count, src.length});
+  f.bind("src_lengths", src.lengths.data() + first, {count});
+  int64_t rowBytes = src.length * dModel * crossBytes;
+  for (int64_t l = 0; l < layers; ++l) {
+    std::string n = std::to_string(l);
+    f.bind("cross_key." + n, cross[2 * l] + first * rowBytes,
+           {count, src.length, dModel});
+    f.bind("cross_value." + n, cross[2 * l + 1] + first * rowBytes,
+           {count, src.length, dModel});
+  }
+}
+
 llvm::Error BatchDecoder::encode() {
   CallFrame &f = encodeFrame;
   // The encoder writes what decode_step reads: their element types agree.
@@ -84,15 +98,31 @@ llvm::Error BatchDecoder::encode() {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "encode and decode_step disagree on the cross-attention key type");
-  f.bind("src_ids", src.ids.data(), {src.rows, src.length});
-  f.bind("src_lengths", src.lengths.data(), {src.rows});
-  for (int64_t l = 0; l < layers; ++l) {
-    std::string n = std::to_string(l);
-    f.bind("cross_key." + n, cross[2 * l], {src.rows, src.length, dModel});
-    f.bind("cross_value." + n, cross[2 * l + 1],
-           {src.rows, src.length, dModel});
+  int parts = team ? static_cast<int>(std::min<int64_t>(team->size(), src.rows))
+                   : 1;
+  for (int m = 0; m < parts; ++m) {
+    int64_t first = src.rows * m / parts,
+            count = src.rows * (m + 1) / parts - first;
+    bindSources(frameOf(StepKind::Encode, m), first, count);
   }
-  return f.call();
+  return callFrames(StepKind::Encode, parts);
+}
+
+llvm::Error BatchDecoder::callFrames(StepKind kind, int parts) {
+  if (parts == 1)
+    return frameOf(kind, 0).call();
+  std::vector<std::string> failures(parts);
+  auto body = [&](int member) {
+    if (member >= parts)
+      return;
+    if (llvm::Error e = frameOf(kind, member).call())
+      failures[member] = llvm::toString(std::move(e));
+  };
+  team->run(body);
+  for (const std::string &message : failures)
+    if (!message.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return llvm::Error::success();
 }
 
 llvm::Error BatchDecoder::takeError() {
@@ -123,33 +153,77 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
   capacity = grown;
 }
 
-void BatchDecoder::bindStep(CallFrame &f, llvm::ArrayRef<int32_t> next) {
-  if (position >= capacity)
-    growSelfCaches(2 * capacity);
-  std::copy(next.begin(), next.end(), tokens.data());
-  f.bind("tokens", tokens.data(), {active, 1});
+void BatchDecoder::bindSlots(CallFrame &f, int64_t first, int64_t count) {
+  f.bind("tokens", tokens.data() + first, {count, 1});
   f.bindScalar("step", position);
-  f.bind("src_lengths", slotLengths.data(), {active});
-  f.bind("cross_rows", slotRow.data(), {active});
-  // decode_step and decode_greedy take the same arguments in the same
-  // order (tfm-greedy-head appends its own).
+  f.bind("src_lengths", slotLengths.data() + first, {count});
+  f.bind("cross_rows", slotRow.data() + first, {count});
+  // decode_step, decode_greedy and decode_beam take the same arguments in
+  // the same order (the search heads append their own).
+  int64_t slotBytes = capacity * dModel * selfBytes;
   for (int64_t i = 0; i < 2 * layers; ++i) {
     f.bind(crossArgs[i], cross[i], {src.rows, src.length, dModel});
-    f.bind(selfArgs[i], self[i], {active, capacity, dModel});
+    f.bind(selfArgs[i], self[i] + first * slotBytes, {count, capacity, dModel});
   }
 }
 
-bool BatchDecoder::callStep(CallFrame &f) {
-  // Keep the first failure; the search still runs to its end.
+CallFrame &BatchDecoder::frameOf(StepKind kind, int member) {
+  if (member == 0)
+    return kind == StepKind::Encode   ? encodeFrame
+           : kind == StepKind::Greedy ? *greedyFrame
+           : kind == StepKind::Beam   ? *beamFrame
+                                      : frame;
+  const MemberFrames &m = members[member - 1];
+  return kind == StepKind::Encode   ? *m.encode
+         : kind == StepKind::Greedy ? *m.greedy
+         : kind == StepKind::Beam   ? *m.beam
+                                    : *m.step;
+}
+
+void BatchDecoder::useTeam(StepTeam &stepTeam,
+                           std::vector<MemberFrames> others) {
+  if (static_cast<int>(others.size()) + 1 != stepTeam.size())
+    return;
+  // Each member's frames must be of the same functions as this decoder's
+  // (same argument indices) and cover the search heads it uses.
+  for (const MemberFrames &m : others) {
+    if (!m.encode || !m.step ||
+        layerArguments(*m.step, layers) != std::make_pair(crossArgs, selfArgs))
+      return;
+    if ((greedyFrame && !m.greedy) || (beamFrame && !m.beam))
+      return;
+  }
+  team = &stepTeam;
+  members = std::move(others);
+}
+
+bool BatchDecoder::runStep(
+    StepKind kind, llvm::ArrayRef<int32_t> next,
+    llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
+  if (position >= capacity)
+    growSelfCaches(2 * capacity);
+  std::copy(next.begin(), next.end(), tokens.data());
   auto start = std::chrono::steady_clock::now();
   rows += active;
-  llvm::Error called = f.call();
+  int parts = team ? team->size() : 1;
+  if (active < parts * kMinSlotsPerMember)
+    parts = 1;
+  // Contiguous ranges of slots, as even as they go.
+  for (int m = 0; m < parts; ++m) {
+    int64_t first = active * m / parts,
+            count = active * (m + 1) / parts - first;
+    CallFrame &f = frameOf(kind, m);
+    bindSlots(f, first, count);
+    bindOwn(f, first, count);
+  }
+  llvm::Error called = callFrames(kind, parts);
   stepTime +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   ++position;
   if (!called)
     return true;
+  // Keep the first failure; the search still runs to its end.
   if (!failure)
     failure = std::move(called);
   else
@@ -158,11 +232,12 @@ bool BatchDecoder::callStep(CallFrame &f) {
 }
 
 const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
-  bindStep(frame, next);
-  frame.bind("logits", logits, {active, 1, vocab});
+  auto bindOwn = [&](CallFrame &f, int64_t first, int64_t count) {
+    f.bind("logits", logits + first * vocab, {count, 1, vocab});
+  };
   // On failure the search goes on over defined (if meaningless) logits;
   // the batch then fails with the error.
-  if (!callStep(frame))
+  if (!runStep(StepKind::Logits, next, bindOwn))
     std::fill(logits, logits + active * vocab, 0.0f);
   return logits;
 }
@@ -191,13 +266,12 @@ void BatchDecoder::useBeamStep(CallFrame &beam) {
   beamFrame = &beam;
 }
 
-void BatchDecoder::bindChoiceInputs(CallFrame &f,
-                                    llvm::ArrayRef<int32_t> allowEos) {
-  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
+void BatchDecoder::bindChoiceInputs(CallFrame &f, int64_t first,
+                                    int64_t count) {
   f.bind("never_ids", neverIds.data(),
          {static_cast<int64_t>(neverIds.size())});
   f.bindScalar("eos_id", eosId);
-  f.bind("allow_eos", allowEosFlags.data(), {active});
+  f.bind("allow_eos", allowEosFlags.data() + first, {count});
 }
 
 IncrementalDecoder::Candidates
@@ -205,19 +279,20 @@ BatchDecoder::beamStep(llvm::ArrayRef<int32_t> next,
                        llvm::ArrayRef<int32_t> allowEos, int64_t count) {
   if (!beamFrame)
     return {};
-  CallFrame &f = *beamFrame;
-  bindStep(f, next);
-  bindChoiceInputs(f, allowEos);
-  f.bindScalar("candidates", count);
+  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
   if (static_cast<int64_t>(candidateIds.size()) < slots * count) {
     candidateValues.resize(slots * count);
     candidateIds.resize(slots * count);
   }
-  f.bind("top_values", candidateValues.data(), {active, count});
-  f.bind("top_ids", candidateIds.data(), {active, count});
+  auto bindOwn = [&](CallFrame &f, int64_t first, int64_t n) {
+    bindChoiceInputs(f, first, n);
+    f.bindScalar("candidates", count);
+    f.bind("top_values", candidateValues.data() + first * count, {n, count});
+    f.bind("top_ids", candidateIds.data() + first * count, {n, count});
+  };
   // On failure no slot has a candidate (the rows end); the batch then
   // fails with the error.
-  if (!callStep(f))
+  if (!runStep(StepKind::Beam, next, bindOwn))
     std::fill(candidateIds.data(), candidateIds.data() + active * count, -1);
   return {candidateValues.data(), candidateIds.data()};
 }
@@ -226,13 +301,14 @@ const int32_t *BatchDecoder::greedyStep(llvm::ArrayRef<int32_t> next,
                                         llvm::ArrayRef<int32_t> allowEos) {
   if (!greedyFrame)
     return nullptr;
-  CallFrame &f = *greedyFrame;
-  bindStep(f, next);
-  bindChoiceInputs(f, allowEos);
-  f.bind("best_tokens", chosen.data(), {active});
+  std::copy(allowEos.begin(), allowEos.end(), allowEosFlags.data());
+  auto bindOwn = [&](CallFrame &f, int64_t first, int64_t count) {
+    bindChoiceInputs(f, first, count);
+    f.bind("best_tokens", chosen.data() + first, {count});
+  };
   // On failure every slot chooses nothing (-1: the row ends); the batch
   // then fails with the error.
-  if (!callStep(f))
+  if (!runStep(StepKind::Greedy, next, bindOwn))
     std::fill(chosen.data(), chosen.data() + active, -1);
   return chosen.data();
 }

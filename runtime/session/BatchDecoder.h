@@ -21,6 +21,12 @@
 // Keys and values are float32 or float16 (tfm-half-caches), as the compiled
 // functions' arguments say; the buffers are handled as bytes.
 //
+// With a StepTeam (useTeam), each step's active slots are cut into one
+// contiguous range per member, run at once through each member's own call
+// frames over views of the same buffers (StepTeam.h: the members' linear
+// layers read their weights once for all of them). Rows are independent,
+// so the results are those of one call over all slots.
+//
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_SESSION_BATCHDECODER_H
 #define RUNTIME_SESSION_BATCHDECODER_H
@@ -31,10 +37,14 @@
 #include "runtime/session/DecoderArena.h"
 #include "runtime/session/SourceBatch.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <functional>
 #include <vector>
 
 namespace tfmc::runtime {
+
+class StepTeam;
 
 struct BatchShape {
   int64_t layers = 0, dModel = 0, vocab = 0;
@@ -59,7 +69,8 @@ public:
     release = std::move(callback);
   }
 
-  /// Runs the encoder: fills every row's cross-attention keys/values.
+  /// Runs the encoder: fills every row's cross-attention keys/values (with
+  /// a team, each member encodes a contiguous range of the rows).
   llvm::Error encode();
 
   int64_t vocabSize() const override { return vocab; }
@@ -78,6 +89,19 @@ public:
                       llvm::ArrayRef<int32_t> allowEos,
                       int64_t count) override;
   bool hasBeamStep() const override { return beamFrame != nullptr; }
+  /// The call frames of one more StepTeam member (encode's, decode_step's
+  /// and, where this decoder uses them, decode_greedy's and decode_beam's).
+  struct MemberFrames {
+    CallFrame *encode = nullptr, *step = nullptr, *greedy = nullptr,
+              *beam = nullptr;
+  };
+  /// Runs the encoder and the steps of at least kMinSlotsPerMember slots
+  /// per member on `team`; `others[i]` are member i + 1's frames
+  /// (team.size() - 1 of them, each holding what this decoder's own frames
+  /// hold). Smaller steps run on the calling thread alone. Called before
+  /// encode().
+  void useTeam(StepTeam &team, std::vector<MemberFrames> others);
+  static constexpr int64_t kMinSlotsPerMember = 2;
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
@@ -89,10 +113,23 @@ public:
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
-  /// Binds what decode_step and decode_greedy share, before a step.
-  void bindStep(CallFrame &f, llvm::ArrayRef<int32_t> next);
-  /// Calls `f` as a step: times it and keeps its first failure.
-  bool callStep(CallFrame &f);
+  enum class StepKind { Encode, Logits, Greedy, Beam };
+  /// The frame of `kind` of team member `member` (0: this decoder's).
+  CallFrame &frameOf(StepKind kind, int member);
+  /// Binds what decode_step, decode_greedy and decode_beam share for slots
+  /// [first, first + count).
+  void bindSlots(CallFrame &f, int64_t first, int64_t count);
+  /// Binds encode's arguments for source rows [first, first + count).
+  void bindSources(CallFrame &f, int64_t first, int64_t count);
+  /// Calls `kind`'s frames: with the team, the first `parts` members' at
+  /// once, else (parts 1) this decoder's own.
+  llvm::Error callFrames(StepKind kind, int parts);
+  /// Runs one step of `kind` over the active slots (cut between the team's
+  /// members when there is one), `next` their tokens; `bindOwn(f, first,
+  /// count)` binds the rest of a frame's arguments for its slots. Times it
+  /// and keeps its first failure; false when it failed.
+  bool runStep(StepKind kind, llvm::ArrayRef<int32_t> next,
+               llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn);
   /// Makes room for `positions` positions per slot (at most `limit`),
   /// keeping the filled ones.
   void growSelfCaches(int64_t positions);
@@ -128,12 +165,15 @@ private:
   /// decode_step's output (from the arena: reused across batches).
   float *logits = nullptr;
   CallFrame *greedyFrame = nullptr, *beamFrame = nullptr;
+  StepTeam *team = nullptr;
+  std::vector<MemberFrames> members;
   Buffer<int32_t> neverIds, allowEosFlags, chosen;
   /// decode_beam's outputs.
   Buffer<float> candidateValues;
   Buffer<int32_t> candidateIds;
-  /// Binds the inputs decode_greedy and decode_beam share.
-  void bindChoiceInputs(CallFrame &f, llvm::ArrayRef<int32_t> allowEos);
+  /// Binds the inputs decode_greedy and decode_beam share, for slots
+  /// [first, first + count) (allowEosFlags already filled).
+  void bindChoiceInputs(CallFrame &f, int64_t first, int64_t count);
   int64_t eosId = 0;
   llvm::Error failure = llvm::Error::success();
   std::function<void()> release;

@@ -10,6 +10,7 @@
 #include "runtime/session/WeightStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -20,13 +21,17 @@
 
 namespace tfmc::runtime {
 
+class BatchDecoder;
+
 struct SessionOptions {
   /// Write every IR stage of the compiled model to this directory.
   std::string dumpDir;
-  /// Threads: a batch with at least kMinRowsPerWorker rows per thread is
-  /// split into that many slices decoded at once (compiled loops and
-  /// library kernels alike, one thread each); a smaller batch gives all the
-  /// threads to the library kernels (oneDNN).
+  /// Threads: a batch of fewer than kTeamSlotsPerThread hypotheses per
+  /// thread decodes each step on all of them at once, its slots cut between the threads, which share
+  /// the reads of each layer's weights (StepTeam.h); a larger batch, with at
+  /// least kMinRowsPerWorker rows per thread, is split into that many
+  /// slices decoded apart; the encoder and steps of a few rows give all the
+  /// threads to the library kernels (oneDNN and the packed kernels).
   int threads = 1;
   /// Linear layers through oneDNN (when built with it) or compiled loops.
   bool useLibraryKernels = haveLibraryKernels();
@@ -141,13 +146,24 @@ public:
   /// AMD EPYC AVX-512, bench/run.py medians of 3, 2 threads vs 1: int8
   /// 1.19x -> 1.49x, float32 1.34x -> 1.39x; batch 32 float32 1.79x).
   static constexpr int64_t kMinRowsPerWorker = 8;
+  /// Batches of fewer than this many hypotheses (rows x beam) per thread
+  /// decode on a StepTeam of all the threads; larger ones in slices. A
+  /// few rows give each weight few multiply-adds, so two slices streaming
+  /// all the weights each are bound by the memory bandwidth, which the
+  /// second core does not raise; from 16 rows a thread the slices, which
+  /// need no meeting at every layer, are as fast or faster (base model,
+  /// AMD EPYC AVX-512, 2 threads, 32 sentences: batch 16 team 1.46-1.56 s
+  /// against slices 1.60-1.64 s, batch 32 1.42-1.59 against 1.39-1.42,
+  /// batch 64 2.22-2.24 against 2.05-2.06).
+  static constexpr int64_t kTeamSlotsPerThread = 16;
   struct Frames;
 
 private:
   explicit Session(frontend::Model model);
   llvm::Expected<std::unique_ptr<IncrementalDecoder>>
   startDecoding(Frames &workerFrames, const TokenRows &sources,
-                int64_t maxSteps, int64_t slotsPerRow);
+                int64_t maxSteps, int64_t slotsPerRow,
+                llvm::function_ref<void(BatchDecoder &)> beforeEncode = {});
   llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
                        llvm::StringRef what) const;
   /// Runs `search` over a decoder for `sources` (shared by greedy and beam).

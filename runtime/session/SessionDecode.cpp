@@ -1,13 +1,17 @@
 //===- SessionDecode.cpp - greedy and beam translation of batches ---------===//
 //
-// A batch is encoded once and decoded step by step by a BatchDecoder; with
-// several threads, large batches are cut into slices decoded at once.
+// A batch is encoded once and decoded step by step by a BatchDecoder. With
+// several threads, a batch of fewer than kTeamSlotsPerThread hypotheses
+// per thread is encoded and decoded on a StepTeam (each step's slots cut
+// between the threads, which share the layers' weight reads); larger
+// batches are cut into slices decoded apart.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/session/SessionFrames.h"
 
 #include "runtime/decoding/GreedySearch.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/kernels/StepTeam.h"
 #include "runtime/session/BatchDecoder.h"
 
 #include <algorithm>
@@ -37,7 +41,8 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
 
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
-                       int64_t maxSteps, int64_t slotsPerRow) {
+                       int64_t maxSteps, int64_t slotsPerRow,
+                       llvm::function_ref<void(BatchDecoder &)> beforeEncode) {
   if (loaded.desc.arch.encoderOnly())
     return noDecoder(loaded, "translation");
   if (!workerFrames.encode || !workerFrames.decodeStep)
@@ -60,6 +65,8 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
     decoder->useGreedyStep(*workerFrames.decodeGreedy, specialIds());
   if (workerFrames.decodeBeam)
     decoder->useBeamStep(*workerFrames.decodeBeam);
+  if (beforeEncode)
+    beforeEncode(*decoder);
   if (llvm::Error e = decoder->encode())
     return std::move(e);
   return std::move(decoder);
@@ -85,6 +92,38 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
         rowLengthLimit(effective,
                        std::min<int64_t>(s.size(), maxSourceTokens()) + 1));
   auto rows = static_cast<int64_t>(sources.size());
+  int64_t slots = rows * std::max<int64_t>(slotsPerRow, 1);
+  if (threads > 1 && slots >= threads * BatchDecoder::kMinSlotsPerMember &&
+      slots < kTeamSlotsPerThread * threads) {
+    // Every member runs frames of its own (member 0 this thread); the
+    // decoder is destroyed before them and the team.
+    std::vector<FramesLease> leases;
+    std::vector<BatchDecoder::MemberFrames> others;
+    for (int m = 0; m < threads; ++m) {
+      leases.emplace_back(*this);
+      Frames &f = *leases.back();
+      if (m > 0)
+        others.push_back({f.encode.get(), f.decodeStep.get(),
+                          f.decodeGreedy.get(), f.decodeBeam.get()});
+    }
+    StepTeam team(threads);
+    setKernelThreads(threads);
+    auto start = std::chrono::steady_clock::now();
+    auto decoder = startDecoding(
+        *leases[0], sources, batchSteps, slotsPerRow,
+        [&](BatchDecoder &d) { d.useTeam(team, std::move(others)); });
+    double encodeSeconds = secondsSince(start);
+    if (!decoder)
+      return decoder.takeError();
+    auto &batch = static_cast<BatchDecoder &>(**decoder);
+    start = std::chrono::steady_clock::now();
+    Result result = search(**decoder, effective, specialIds());
+    addTimes(encodeSeconds, secondsSince(start), batch.stepSeconds(),
+             batch.rowSteps());
+    if (llvm::Error e = (*decoder)->takeError())
+      return std::move(e);
+    return result;
+  }
   // With several threads and enough rows, contiguous slices of the batch
   // are encoded and decoded at once on their own threads, each with its own
   // call frames and one library-kernel thread (rows are independent, so the

@@ -593,6 +593,72 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
   EXPECT_GT(threaded->decodeSeconds(), 0.0);
 }
 
+/// With threads, a small batch (fewer than Session::kTeamSlotsPerThread
+/// hypotheses per thread) runs every encoder call and decoder step on a
+/// StepTeam: its rows cut between the threads, whose linear layers meet to
+/// share the weights (StepTeam.h). Greedy and beam search, float32, int8
+/// and float16 weights, 2 and 3 threads (3 splits the panels unevenly):
+/// the same ids and scores, bit for bit, as one thread; greedy float32 also
+/// the reference's.
+TEST_P(Threads, TeamStepsEqualOneThread) {
+  const auto &[fixture, library] = GetParam();
+  TokenRows src = readRows(fixturePath(fixture, "src.ids"));
+  ASSERT_LT(static_cast<int64_t>(src.size()),
+            2 * Session::kTeamSlotsPerThread);
+  llvm::json::Object c = cases();
+  const llvm::json::Object *g = (*c.getArray("greedy"))[0].getAsObject();
+  ASSERT_NE(g, nullptr);
+  SearchOptions greedy;
+  greedy.minLength = *g->getInteger("min_length");
+  greedy.maxLength = *g->getInteger("max_length");
+  TokenRows expected =
+      readRows(fixturePath(fixture, g->getString("file")->str()));
+  SearchOptions beam;
+  beam.beamSize = 3;
+  beam.maxLength = 12;
+  // Three rows of three hypotheses: 9 slots, a team at 2 and 3 threads.
+  TokenRows few(src.begin(), src.begin() + 3);
+  for (auto type : {frontend::ComputeType::Float32, frontend::ComputeType::Int8,
+                    frontend::ComputeType::Float16}) {
+    Session &one = session(GetParam(), type);
+    auto greedyOne = one.translate(src, greedy);
+    auto beamOne = one.translateBeam(few, beam);
+    ASSERT_TRUE(greedyOne && beamOne);
+    for (int threads : {2, 3}) {
+      SCOPED_TRACE(frontend::stringifyComputeType(type).str() + ", " +
+                   std::to_string(threads) + " threads");
+      SessionOptions options;
+      options.useLibraryKernels = library;
+      options.computeType = type;
+      options.threads = threads;
+      options.cacheDir = TFMC_E2E_CACHE_DIR;
+      auto opened = Session::open(fixturePath(fixture, "model.json"), options);
+      ASSERT_TRUE(static_cast<bool>(opened))
+          << llvm::toString(opened.takeError());
+      auto out = (*opened)->translate(src, greedy);
+      ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+      EXPECT_EQ(*out, *greedyOne);
+      if (type == frontend::ComputeType::Float32)
+        for (size_t i = 0; i < src.size(); ++i)
+          EXPECT_EQ((*out)[i],
+                    i < expected.size() ? expected[i] : std::vector<int32_t>())
+              << "row " << i;
+      auto beams = (*opened)->translateBeam(few, beam);
+      ASSERT_TRUE(static_cast<bool>(beams))
+          << llvm::toString(beams.takeError());
+      ASSERT_EQ(beams->size(), beamOne->size());
+      for (size_t i = 0; i < few.size(); ++i) {
+        ASSERT_EQ((*beams)[i].size(), (*beamOne)[i].size()) << "row " << i;
+        for (size_t k = 0; k < (*beamOne)[i].size(); ++k) {
+          EXPECT_EQ((*beams)[i][k].ids, (*beamOne)[i][k].ids) << "row " << i;
+          EXPECT_EQ((*beams)[i][k].score, (*beamOne)[i][k].score)
+              << "row " << i;
+        }
+      }
+    }
+  }
+}
+
 /// One session used from four threads at once: each call leases its own
 /// call frames and decoder buffers; the results equal one thread's.
 TEST_P(Threads, ConcurrentCallersShareOneSession) {

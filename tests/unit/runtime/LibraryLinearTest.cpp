@@ -3,11 +3,14 @@
 // tfm_rt_linear / tfm_rt_linear_i8 as compiled code calls them, at row
 // counts on every route: the packed kernels (up to 256 rows, with one
 // kernel thread or more) and 256-row chunks (more rows; oneDNN, or the
-// packed kernel where it runs AVX-512 on one thread), against plain loops.
+// packed kernel where it runs AVX-512 on one thread), against plain loops;
+// and the same calls made by the members of a StepTeam, each with its own
+// rows, against one call over all of them.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
+#include "runtime/kernels/StepTeam.h"
 #include "tests/unit/runtime/RandomData.h"
 
 #include "gtest/gtest.h"
@@ -21,6 +24,12 @@ _mlir_ciface_tfm_rt_linear(tfmc::runtime::MemRefDescriptor<3> *x,
                            tfmc::runtime::MemRefDescriptor<1> *b,
                            tfmc::runtime::MemRefDescriptor<3> *y,
                            int32_t activation);
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax(
+    tfmc::runtime::MemRefDescriptor<3> *x, tfmc::runtime::MemRefDescriptor<2> *w,
+    tfmc::runtime::MemRefDescriptor<1> *b,
+    tfmc::runtime::MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    tfmc::runtime::MemRefDescriptor<1, int32_t> *allow,
+    tfmc::runtime::MemRefDescriptor<1, int32_t> *out);
 extern "C" void
 _mlir_ciface_tfm_rt_linear_i8(tfmc::runtime::MemRefDescriptor<3> *x,
                               tfmc::runtime::MemRefDescriptor<2, int8_t> *w,
@@ -121,6 +130,81 @@ TEST(LibraryLinear, Int8MatchesItsDefinitionOnEveryRoute) {
     releaseKernelWeights(q.values.data());
   }
   setKernelThreads(1);
+}
+
+/// Members of a StepTeam each call the kernels with their own rows (as the
+/// slices of a decoder step do); the layers meet and split the columns.
+/// Every output must be bit for bit what one call over all the rows gives,
+/// for 2 and 3 members, float32, int8 and the fused argmax, with row
+/// counts that fill several tiles and a ragged last panel pair.
+TEST(LibraryLinear, TeamMembersComputeWhatOneCallComputes) {
+  std::mt19937 rng(17);
+  const int64_t n = 200, k = 40, rows = 21;
+  std::vector<float> x = normal(rows * k, rng), w = normal(n * k, rng),
+                     b = normal(n, rng);
+  // Outputs 60 and 150 tie above all others (in different members'
+  // shares): the argmax keeps the lower id.
+  for (int64_t c = 0; c < k; ++c)
+    w[150 * k + c] = w[60 * k + c];
+  b[60] = b[150] = 100;
+  QuantizedMatrix q = quantizeRows(w.data(), n, k);
+  std::vector<int32_t> never = {3, 7}, allow(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    allow[r] = r % 3 != 0;
+  auto wd = matrix(w, n, k);
+  auto qd = matrix(q.values, n, k);
+  auto sd = vector1(q.scales);
+  auto bd = vector1(b);
+  auto nd = vector1(never);
+  const int64_t eos = 2;
+
+  setKernelThreads(1);
+  std::vector<float> want(rows * n), wantI8(rows * n);
+  std::vector<int32_t> wantIds(rows);
+  {
+    auto xd = rows3(x, 1, rows, k);
+    auto yd = rows3(want, 1, rows, n);
+    auto y8 = rows3(wantI8, 1, rows, n);
+    auto ad = vector1(allow);
+    auto od = vector1(wantIds);
+    _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, /*relu*/ 1);
+    _mlir_ciface_tfm_rt_linear_i8(&xd, &qd, &sd, &bd, &y8, /*none*/ 0);
+    _mlir_ciface_tfm_rt_linear_argmax(&xd, &wd, &bd, &nd, eos, &ad, &od);
+    ASSERT_EQ(takeKernelError(), "");
+  }
+  for (int members : {2, 3}) {
+    StepTeam team(members);
+    std::vector<float> y(rows * n, NAN), y8(rows * n, NAN);
+    std::vector<int32_t> ids(rows, -5);
+    auto body = [&](int member) {
+      int64_t first = rows * member / members,
+              count = rows * (member + 1) / members - first;
+      MemRefDescriptor<3> xd{x.data(), x.data(), first * k, {1, count, k},
+                             {count * k, k, 1}};
+      MemRefDescriptor<3> yd{y.data(), y.data(), first * n, {1, count, n},
+                             {count * n, n, 1}};
+      MemRefDescriptor<3> yd8{y8.data(), y8.data(), first * n, {1, count, n},
+                              {count * n, n, 1}};
+      MemRefDescriptor<1, int32_t> ad{allow.data(), allow.data(), first,
+                                      {count}, {1}};
+      MemRefDescriptor<1, int32_t> od{ids.data(), ids.data(), first, {count},
+                                      {1}};
+      _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, /*relu*/ 1);
+      _mlir_ciface_tfm_rt_linear_i8(&xd, &qd, &sd, &bd, &yd8, /*none*/ 0);
+      _mlir_ciface_tfm_rt_linear_argmax(&xd, &wd, &bd, &nd, eos, &ad, &od);
+    };
+    team.run(body);
+    ASSERT_EQ(takeKernelError(), "");
+    for (int64_t i = 0; i < rows * n; ++i) {
+      ASSERT_EQ(y[i], want[i]) << members << " members, at " << i;
+      ASSERT_EQ(y8[i], wantI8[i]) << members << " members, at " << i;
+    }
+    EXPECT_EQ(ids, wantIds) << members << " members";
+    for (int64_t r = 0; r < rows; ++r)
+      EXPECT_EQ(ids[r], 60) << "row " << r;
+  }
+  releaseKernelWeights(w.data());
+  releaseKernelWeights(q.values.data());
 }
 
 } // namespace
