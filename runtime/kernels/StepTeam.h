@@ -30,6 +30,9 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+
+#include <pthread.h>
+#include <sched.h>
 #include <vector>
 
 namespace tfmc::runtime {
@@ -49,8 +52,11 @@ struct TeamOffer {
 
 class StepTeam {
 public:
-  /// A team of `members` threads: the thread that calls run() is member 0,
-  /// the others are started here and wait for work until the team goes.
+  /// A team of `members` threads: the thread that creates the team and
+  /// calls run() is member 0, the others are started here and wait for
+  /// work until the team goes. Where the process may run on at least
+  /// `members` cores, each member is pinned to one of them (member 0, to
+  /// the core it is on, until the team is destroyed on its thread).
   explicit StepTeam(int members);
   ~StepTeam();
   StepTeam(const StepTeam &) = delete;
@@ -88,6 +94,14 @@ private:
   /// its run() body instead (the team stays broken until the next run()).
   bool arriveAndWait();
   void helper(int member);
+  /// A core per member (empty: too few to pin).
+  std::vector<int> memberCpus() const;
+  static void pinTo(pthread_t thread, int cpu);
+  /// Bumps `events` and wakes its sleepers: after anything a waiter may
+  /// wait for (a barrier passed, a member finished).
+  void signal();
+  /// Returns when done() holds: spins a little, then sleeps on `events`.
+  template <typename Done> void waitUntil(Done done);
 
   const int members;
   /// Offers by barrier generation modulo 3: a member may offer for the
@@ -99,6 +113,9 @@ private:
   /// Members whose body has returned in this run().
   std::atomic<int> finished{0};
   std::atomic<bool> broken{false};
+  /// The futex word waiters sleep on, and how many do.
+  std::atomic<uint32_t> events{0};
+  std::atomic<int> sleepers{0};
 
   // Work handed to the helper threads.
   void (*body)(void *, int) = nullptr;
@@ -108,6 +125,9 @@ private:
   std::mutex mutex;
   std::condition_variable wake;
   std::vector<std::thread> helpers;
+  /// Member 0's cores before it was pinned.
+  cpu_set_t callerCpus;
+  bool pinned = false;
 };
 
 } // namespace tfmc::runtime

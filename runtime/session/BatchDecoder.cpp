@@ -205,9 +205,10 @@ bool BatchDecoder::runStep(
   std::copy(next.begin(), next.end(), tokens.data());
   auto start = std::chrono::steady_clock::now();
   rows += active;
-  int parts = team ? team->size() : 1;
-  if (active < parts * kMinSlotsPerMember)
-    parts = 1;
+  // With a team, every step runs on it (a member per slot while there are
+  // fewer slots than members).
+  int parts = team ? static_cast<int>(std::min<int64_t>(team->size(), active))
+                   : 1;
   // Contiguous ranges of slots, as even as they go.
   for (int m = 0; m < parts; ++m) {
     int64_t first = active * m / parts,

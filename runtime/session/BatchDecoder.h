@@ -95,13 +95,11 @@ public:
     CallFrame *encode = nullptr, *step = nullptr, *greedy = nullptr,
               *beam = nullptr;
   };
-  /// Runs the encoder and the steps of at least kMinSlotsPerMember slots
-  /// per member on `team`; `others[i]` are member i + 1's frames
-  /// (team.size() - 1 of them, each holding what this decoder's own frames
-  /// hold). Smaller steps run on the calling thread alone. Called before
-  /// encode().
+  /// Runs the encoder and the steps on `team` (at most one member per
+  /// row or slot); `others[i]` are member i + 1's frames (team.size() - 1
+  /// of them, each holding what this decoder's own frames hold). Called
+  /// before encode().
   void useTeam(StepTeam &team, std::vector<MemberFrames> others);
-  static constexpr int64_t kMinSlotsPerMember = 2;
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }

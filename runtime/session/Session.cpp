@@ -51,6 +51,27 @@ static std::vector<float> sinusoidalTable(int64_t maxLen, int64_t d) {
   return table;
 }
 
+/// Bytes of the weight arguments of `fn` (0 without it): what one call
+/// reads of weights.
+static int64_t weightBytes(const CompiledFunction *fn) {
+  int64_t total = 0;
+  if (!fn)
+    return 0;
+  for (const ArgSpec &a : fn->args) {
+    if (a.kind != ArgSpec::Kind::Weight && a.kind != ArgSpec::Kind::WeightScale)
+      continue;
+    int64_t n = a.element == ArgSpec::Element::F16 ||
+                        a.element == ArgSpec::Element::BF16
+                    ? 2
+                : a.element == ArgSpec::Element::I8 ? 1
+                                                    : 4;
+    for (int64_t d : a.shape)
+      n *= std::max<int64_t>(d, 1);
+    total += n;
+  }
+  return total;
+}
+
 llvm::Expected<std::unique_ptr<Session>>
 Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
   auto model = frontend::loadModel(modelPath);
@@ -107,6 +128,11 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   for (const frontend::TensorView &t : session->loaded.weights->tensors())
     if (t.data && !session->weightStore->binds(t.data))
       session->loaded.weights->releaseFloatCopy(t.name);
+  session->stepWeightBytes = weightBytes(
+      session->compiledModel->function("decode_greedy")
+          ? session->compiledModel->function("decode_greedy")
+          : session->compiledModel->function("decode_step"));
+  session->stepTeams = options.stepTeams;
   // One set of call frames per worker thread (row-parallel decoding) to
   // begin with; concurrent callers get more on demand.
   session->threads = std::max(options.threads, 1);

@@ -26,13 +26,20 @@ class BatchDecoder;
 struct SessionOptions {
   /// Write every IR stage of the compiled model to this directory.
   std::string dumpDir;
-  /// Threads: a batch of fewer than kTeamSlotsPerThread hypotheses per
-  /// thread decodes each step on all of them at once, its slots cut between the threads, which share
-  /// the reads of each layer's weights (StepTeam.h); a larger batch, with at
+  /// Threads: a batch of a large model (kTeamMinStepBytes of weights a
+  /// step) with kTeamMinSlotsPerThread up to kTeamSlotsPerThread
+  /// hypotheses per thread runs each encoder call and decoder step on all
+  /// of them at once, its rows cut between the threads, which share the
+  /// reads of each layer's weights (a StepTeam); a larger batch, with at
   /// least kMinRowsPerWorker rows per thread, is split into that many
-  /// slices decoded apart; the encoder and steps of a few rows give all the
-  /// threads to the library kernels (oneDNN and the packed kernels).
+  /// slices decoded apart; otherwise one thread runs the steps and the
+  /// library kernels (oneDNN and the packed kernels) use all the threads.
   int threads = 1;
+  /// When batches run on a StepTeam: Auto as above; Always every batch of
+  /// at least two hypotheses and at most 256 (the packed kernels' rows),
+  /// Never none. The translations are the same either way.
+  enum class StepTeams { Auto, Always, Never };
+  StepTeams stepTeams = StepTeams::Auto;
   /// Linear layers through oneDNN (when built with it) or compiled loops.
   bool useLibraryKernels = haveLibraryKernels();
   /// Compile what translate() needs (encode, decode_step) and what
@@ -156,6 +163,19 @@ public:
   /// against slices 1.60-1.64 s, batch 32 1.42-1.59 against 1.39-1.42,
   /// batch 64 2.22-2.24 against 2.05-2.06).
   static constexpr int64_t kTeamSlotsPerThread = 16;
+  /// ... and not fewer than this many per thread: with fewer, the meetings
+  /// cost more than the attention they parallelise, and one thread whose
+  /// layers split their columns between the threads is faster (base model,
+  /// 32 sentences at batch 4, 2 threads: 1.90-2.44 s against 2.25-2.57 s).
+  static constexpr int64_t kTeamMinSlotsPerThread = 8;
+  /// ... and only when a step reads at least this many bytes of weights:
+  /// a model whose decoder weights stay in the last-level cache (32 MiB on
+  /// the bench hosts) reads them from there whichever thread does, and its
+  /// small layers make the meetings dear (the bundled model, 18 MB a step,
+  /// 400 dev lines at batch 16 on 2 threads: team 0.38-0.60 s, slices
+  /// 0.30-0.38 s). The base model (105 MB) at batch 16: team 1.20-1.51 s,
+  /// median 1.27, against slices 1.34-1.68, median 1.43 (one thread 2.19).
+  static constexpr int64_t kTeamMinStepBytes = int64_t(48) << 20;
   struct Frames;
 
 private:
@@ -181,6 +201,9 @@ private:
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int64_t rowSteps = 0;
   int threads = 1;
+  /// Bytes of weights a decoder step reads (decode_greedy's arguments).
+  int64_t stepWeightBytes = 0;
+  SessionOptions::StepTeams stepTeams = SessionOptions::StepTeams::Auto;
   int64_t initialCachePositions = 32;
   /// Call frames (weights bound), one set per concurrent caller or worker
   /// slice: a call leases what it needs and gives it back. Created on

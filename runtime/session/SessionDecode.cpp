@@ -1,10 +1,12 @@
 //===- SessionDecode.cpp - greedy and beam translation of batches ---------===//
 //
 // A batch is encoded once and decoded step by step by a BatchDecoder. With
-// several threads, a batch of fewer than kTeamSlotsPerThread hypotheses
-// per thread is encoded and decoded on a StepTeam (each step's slots cut
+// several threads, a batch of kTeamMinSlotsPerThread to kTeamSlotsPerThread
+// hypotheses per thread of a model whose steps stream their weights from
+// memory is encoded and decoded on a StepTeam (each step's slots cut
 // between the threads, which share the layers' weight reads); larger
-// batches are cut into slices decoded apart.
+// batches are cut into slices decoded apart, smaller ones run on one
+// thread whose layers split their columns between the threads.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/session/SessionFrames.h"
@@ -93,8 +95,14 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
                        std::min<int64_t>(s.size(), maxSourceTokens()) + 1));
   auto rows = static_cast<int64_t>(sources.size());
   int64_t slots = rows * std::max<int64_t>(slotsPerRow, 1);
-  if (threads > 1 && slots >= threads * BatchDecoder::kMinSlotsPerMember &&
-      slots < kTeamSlotsPerThread * threads) {
+  bool team = false;
+  if (threads > 1 && stepTeams == SessionOptions::StepTeams::Always)
+    team = slots >= 2 && slots <= 256;
+  else if (threads > 1 && stepTeams == SessionOptions::StepTeams::Auto)
+    team = slots >= kTeamMinSlotsPerThread * threads &&
+           slots < kTeamSlotsPerThread * threads &&
+           stepWeightBytes >= kTeamMinStepBytes;
+  if (team) {
     // Every member runs frames of its own (member 0 this thread); the
     // decoder is destroyed before them and the team.
     std::vector<FramesLease> leases;
@@ -107,19 +115,25 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
                           f.decodeGreedy.get(), f.decodeBeam.get()});
     }
     StepTeam team(threads);
-    setKernelThreads(threads);
+    // The members compute on one kernel thread each; the calling thread
+    // too, between them (an OpenMP pool left spinning after a parallel
+    // layer would take a member's core).
+    setKernelThreads(1);
     auto start = std::chrono::steady_clock::now();
     auto decoder = startDecoding(
         *leases[0], sources, batchSteps, slotsPerRow,
         [&](BatchDecoder &d) { d.useTeam(team, std::move(others)); });
     double encodeSeconds = secondsSince(start);
-    if (!decoder)
+    if (!decoder) {
+      setKernelThreads(threads);
       return decoder.takeError();
+    }
     auto &batch = static_cast<BatchDecoder &>(**decoder);
     start = std::chrono::steady_clock::now();
     Result result = search(**decoder, effective, specialIds());
     addTimes(encodeSeconds, secondsSince(start), batch.stepSeconds(),
              batch.rowSteps());
+    setKernelThreads(threads);
     if (llvm::Error e = (*decoder)->takeError())
       return std::move(e);
     return result;
