@@ -160,9 +160,8 @@ void StepTeam::helper(int member) {
     }
     {
       std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] {
-        return runs.load(std::memory_order_acquire) != seen;
-      });
+      wake.wait(lock,
+                [&] { return runs.load(std::memory_order_acquire) != seen; });
       if (stopping)
         return;
       seen = runs.load(std::memory_order_acquire);

@@ -68,8 +68,7 @@ public:
   /// kernel thread each) and returns when all have returned.
   void run(void (*body)(void *context, int member), void *context);
   template <typename Body> void run(Body &body) {
-    run([](void *c, int member) { (*static_cast<Body *>(c))(member); },
-        &body);
+    run([](void *c, int member) { (*static_cast<Body *>(c))(member); }, &body);
   }
 
   /// The team whose run() the calling thread is in, and its member number;

@@ -98,8 +98,8 @@ llvm::Error BatchDecoder::encode() {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "encode and decode_step disagree on the cross-attention key type");
-  int parts = team ? static_cast<int>(std::min<int64_t>(team->size(), src.rows))
-                   : 1;
+  int parts =
+      team ? static_cast<int>(std::min<int64_t>(team->size(), src.rows)) : 1;
   for (int m = 0; m < parts; ++m) {
     int64_t first = src.rows * m / parts,
             count = src.rows * (m + 1) / parts - first;
@@ -207,8 +207,8 @@ bool BatchDecoder::runStep(
   rows += active;
   // With a team, every step runs on it (a member per slot while there are
   // fewer slots than members).
-  int parts = team ? static_cast<int>(std::min<int64_t>(team->size(), active))
-                   : 1;
+  int parts =
+      team ? static_cast<int>(std::min<int64_t>(team->size(), active)) : 1;
   // Contiguous ranges of slots, as even as they go.
   for (int m = 0; m < parts; ++m) {
     int64_t first = active * m / parts,
@@ -243,8 +243,7 @@ const float *BatchDecoder::step(llvm::ArrayRef<int32_t> next) {
   return logits;
 }
 
-void BatchDecoder::useGreedyStep(CallFrame &greedy,
-                                 const SpecialIds &special) {
+void BatchDecoder::useGreedyStep(CallFrame &greedy, const SpecialIds &special) {
   // The per-layer argument indices were looked up in decode_step; a
   // decode_greedy that does not share them is not used (greedy search then
   // takes decode_step's logits).
@@ -269,8 +268,7 @@ void BatchDecoder::useBeamStep(CallFrame &beam) {
 
 void BatchDecoder::bindChoiceInputs(CallFrame &f, int64_t first,
                                     int64_t count) {
-  f.bind("never_ids", neverIds.data(),
-         {static_cast<int64_t>(neverIds.size())});
+  f.bind("never_ids", neverIds.data(), {static_cast<int64_t>(neverIds.size())});
   f.bindScalar("eos_id", eosId);
   f.bind("allow_eos", allowEosFlags.data() + first, {count});
 }

@@ -86,8 +86,7 @@ public:
   /// candidates.
   void useBeamStep(CallFrame &beam);
   Candidates beamStep(llvm::ArrayRef<int32_t> next,
-                      llvm::ArrayRef<int32_t> allowEos,
-                      int64_t count) override;
+                      llvm::ArrayRef<int32_t> allowEos, int64_t count) override;
   bool hasBeamStep() const override { return beamFrame != nullptr; }
   /// The call frames of one more StepTeam member (encode's, decode_step's
   /// and, where this decoder uses them, decode_greedy's and decode_beam's).

@@ -34,9 +34,8 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
     releaseFrames(f);
     return decoder.takeError();
   }
-  static_cast<BatchDecoder &>(**decoder).onRelease([this, &f] {
-    releaseFrames(f);
-  });
+  static_cast<BatchDecoder &>(**decoder).onRelease(
+      [this, &f] { releaseFrames(f); });
   addTimes(secondsSince(start), 0, 0);
   return decoder;
 }

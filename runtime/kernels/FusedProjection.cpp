@@ -1,0 +1,294 @@
+//===- FusedProjection.cpp - output projections fused with a search -------===//
+//
+// tfm.linear_argmax (greedy's choice) and tfm.linear_topk (beam's
+// candidates and log-probabilities) on the library path: the projection's
+// outputs are made as the linear kernels make them, a block of columns at
+// a time that stays in cache, and scanned there, so the [rows, vocabulary]
+// logits are never written (docs/ir-stages.md). On a StepTeam, the
+// members split greedy's columns and merge their choices.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/ArgmaxScan.h"
+#include "runtime/kernels/OneDnnLinear.h"
+#include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/StepTeam.h"
+#include "runtime/kernels/TeamLinear.h"
+#include "runtime/kernels/TopKScan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace tfmc::runtime;
+using namespace tfmc::runtime::library;
+
+namespace {
+
+/// The outputs lib.linear() or lib.linearF16() would give for x, computed
+/// exactly as they compute them, fed to each row's scan (ArgmaxScan or
+/// TopKScan: `scans[r].add(values, first, count, exclusions)`, ids in
+/// `never` and eos unless allow[r] excluded) a block of columns at a
+/// time: where they run the packed kernels (decoder steps), blocks of
+/// about 256 KB that stay in cache (whole chunks of TopKScan::kChunk
+/// columns), so the [m, n] outputs are never written; otherwise the
+/// whole output at once. False (after lib.fail()) when the operands are not
+/// laid out as expected.
+template <typename Weight, typename RowScan>
+bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
+                 const Weight &w, const MemRefDescriptor<1> &b, bool brain,
+                 const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                 const MemRefDescriptor<1, int32_t> &allow,
+                 std::vector<RowScan> &scans) {
+  constexpr bool half = sizeof(*w.aligned) == 2;
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
+      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
+      allow.sizes[0] != m || static_cast<int64_t>(scans.size()) != m ||
+      (never.sizes[0] > 0 && never.strides[0] != 1) ||
+      (m > 0 && allow.strides[0] != 1)) {
+    lib.fail(std::string(kernel) + ": unexpected operand layout");
+    return false;
+  }
+  if (m == 0)
+    return true;
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  const int32_t *allowed = allow.aligned + allow.offset;
+  auto scan = [&](const float *values, int64_t ld, int64_t first,
+                  int64_t count) {
+    for (int64_t r = 0; r < m; ++r) {
+      excluded.allowEos = allowed[r] != 0;
+      scans[r].add(values + r * ld, first, count, excluded);
+    }
+  };
+  const float *bias = b.aligned + b.offset;
+  thread_local std::vector<float> block;
+  if (OneDnn::usePacked(m)) {
+    const packed::PackedWeight &pw =
+        lib.panels(w.aligned + w.offset, n, k,
+                   !half   ? OneDnn::PanelType::F32
+                   : brain ? OneDnn::PanelType::BF16
+                           : OneDnn::PanelType::F16);
+    // Blocks of whole chunks (and so of whole panel pairs), m x width
+    // floats of about 256 KB.
+    static_assert(TopKScan::kChunk % (2 * packed::kPanel) == 0);
+    int64_t width =
+        std::clamp<int64_t>((int64_t(1) << 16) / m, TopKScan::kChunk, 8192);
+    width -= width % TopKScan::kChunk;
+    int64_t blockPanels = width / packed::kPanel;
+    if (block.size() < static_cast<size_t>(m * width))
+      block.resize(m * width);
+    int threads = OneDnn::packedThreads(m, n, k);
+    for (int64_t p = 0; p < packed::panelCount(n); p += blockPanels) {
+      int64_t end = std::min(packed::panelCount(n), p + blockPanels);
+      packed::linearColumns(x.aligned + x.offset, m, pw, bias, block.data(),
+                            width, p, end,
+                            static_cast<int32_t>(KernelActivation::None),
+                            packed::preferredIsa(), threads);
+      int64_t first = p * packed::kPanel;
+      scan(block.data(), width, first,
+           std::min(n, end * packed::kPanel) - first);
+    }
+  } else {
+    if (block.size() < static_cast<size_t>(m * n))
+      block.resize(m * n);
+    MemRefDescriptor<3> y{
+        block.data(), block.data(), 0, {1, m, n}, {m * n, n, 1}};
+    if constexpr (half)
+      lib.linearF16(x, w, b, y, static_cast<int32_t>(KernelActivation::None),
+                    brain);
+    else
+      lib.linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
+    scan(block.data(), n, 0, n);
+  }
+  return true;
+}
+
+/// tfm.linear_argmax with the other members of a StepTeam (withTeam):
+/// each member scans its share of the columns for every member's rows,
+/// and each row's choice is merged from the shares in id order. Exact:
+/// a later share's choice replaces an earlier one's only when strictly
+/// greater, as in one scan; where a share's choice is a NaN taken first
+/// the merge cannot tell what one scan would have done, and the member
+/// scans its own rows again alone. False: the caller scans alone.
+template <typename Weight>
+bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
+                const MemRefDescriptor<1> &b, bool brain,
+                const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                const MemRefDescriptor<1, int32_t> &allow,
+                const MemRefDescriptor<1, int32_t> &out) {
+  constexpr bool half = sizeof(*w.aligned) == 2;
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  // Layouts scanOutputs would refuse are left to it (alone).
+  if (!inTeam() || !OneDnn::contiguous(x) || w.strides[1] != 1 ||
+      w.strides[0] != k || w.sizes[1] != k || b.strides[0] != 1 ||
+      b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
+      (never.sizes[0] > 0 && never.strides[0] != 1) || m == 0)
+    return false;
+  TeamOffer mine{w.aligned + w.offset, m, x.aligned + x.offset};
+  mine.extra = allow.aligned + allow.offset;
+  TeamMeeting meeting;
+  if (!meetTeam(mine, meeting))
+    return false;
+  int64_t total = meeting.totalRows;
+  thread_local std::vector<float> gathered, block;
+  thread_local std::vector<int32_t> allowed;
+  thread_local std::vector<ArgmaxScan> partial;
+  meeting.gather(&TeamOffer::input, k, gathered);
+  meeting.gather(&TeamOffer::extra, 1, allowed);
+  partial.assign(total, ArgmaxScan());
+  const packed::PackedWeight &pw = lib.panels(w.aligned + w.offset, n, k,
+                                              !half   ? OneDnn::PanelType::F32
+                                              : brain ? OneDnn::PanelType::BF16
+                                                      : OneDnn::PanelType::F16);
+  auto [first, end] = packed::panelShare(packed::panelCount(n), meeting.member,
+                                         meeting.members);
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  // Blocks of whole panel pairs, about 256 KB of outputs.
+  int64_t width =
+      std::clamp<int64_t>((int64_t(1) << 16) / total, 2 * packed::kPanel, 8192);
+  width -= width % (2 * packed::kPanel);
+  int64_t blockPanels = width / packed::kPanel;
+  if (block.size() < static_cast<size_t>(total * width))
+    block.resize(total * width);
+  for (int64_t p = first; p < end; p += blockPanels) {
+    int64_t stop = std::min(end, p + blockPanels);
+    packed::linearColumns(gathered.data(), total, pw, b.aligned + b.offset,
+                          block.data(), width, p, stop,
+                          static_cast<int32_t>(KernelActivation::None),
+                          packed::preferredIsa());
+    int64_t col = p * packed::kPanel,
+            count = std::min(n, stop * packed::kPanel) - col;
+    for (int64_t r = 0; r < total; ++r) {
+      excluded.allowEos = allowed[r] != 0;
+      partial[r].add(block.data() + r * width, col, count, excluded);
+    }
+  }
+  if (!meeting.team->publish(partial.data()))
+    return false;
+  int32_t *tokens = out.aligned + out.offset;
+  for (int64_t r = 0; r < m; ++r) {
+    ArgmaxScan best;
+    for (int p = 0; p < meeting.members; ++p) {
+      const ArgmaxScan &s = static_cast<const ArgmaxScan *>(
+          meeting.offers[p].result)[meeting.firstRow + r];
+      if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
+        continue;
+      if (best.best >= 0 && std::isnan(s.value))
+        return false; // one scan might have chosen a later id
+      if (best.best < 0 || s.value > best.value)
+        best = s;
+    }
+    tokens[r] = best.best;
+  }
+  return true;
+}
+
+/// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
+/// outputs lib.linear() or lib.linearF16() would give (scanOutputs).
+template <typename Weight>
+void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
+                  const MemRefDescriptor<1> &b,
+                  const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                  const MemRefDescriptor<1, int32_t> &allow,
+                  const MemRefDescriptor<1, int32_t> &out, bool brain = false) {
+  int64_t m = x.sizes[0] * x.sizes[1];
+  if (out.sizes[0] != m || (m > 0 && out.strides[0] != 1)) {
+    lib.fail("tfm_rt_linear_argmax: unexpected operand layout");
+    return;
+  }
+  if (teamArgmax(lib, x, w, b, brain, never, eos, allow, out))
+    return;
+  thread_local std::vector<ArgmaxScan> scans;
+  scans.assign(m, ArgmaxScan());
+  if (!scanOutputs(lib, "tfm_rt_linear_argmax", x, w, b, brain, never, eos,
+                   allow, scans))
+    return;
+  int32_t *tokens = out.aligned + out.offset;
+  for (int64_t r = 0; r < m; ++r)
+    tokens[r] = scans[r].best;
+}
+
+/// tfm.linear_topk: each row's best `candidates` allowed ids and their
+/// log-probabilities (TopKScan.h) among the outputs lib.linear() or
+/// lib.linearF16() would give (scanOutputs).
+template <typename Weight>
+void linearTopk(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
+                const MemRefDescriptor<1> &b,
+                const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                const MemRefDescriptor<1, int32_t> &allow,
+                const MemRefDescriptor<2> &values,
+                const MemRefDescriptor<2, int32_t> &ids, bool brain = false) {
+  int64_t m = x.sizes[0] * x.sizes[1], count = values.sizes[1];
+  if (values.sizes[0] != m || ids.sizes[0] != m || ids.sizes[1] != count ||
+      (m > 0 && (values.strides[1] != 1 || ids.strides[1] != 1))) {
+    lib.fail("tfm_rt_linear_topk: unexpected operand layout");
+    return;
+  }
+  thread_local std::vector<TopKScan> scans;
+  scans.resize(m);
+  for (TopKScan &scan : scans)
+    scan.reset(count);
+  if (!scanOutputs(lib, "tfm_rt_linear_topk", x, w, b, brain, never, eos, allow,
+                   scans))
+    return;
+  for (int64_t r = 0; r < m; ++r)
+    scans[r].write(values.aligned + values.offset + r * values.strides[0],
+                   ids.aligned + ids.offset + r * ids.strides[0], count);
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2> *w, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  linearArgmax(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *out);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax_f16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  linearArgmax(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *out);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax_bf16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  linearArgmax(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *out,
+               /*brain=*/true);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2> *w, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  linearTopk(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *values, *ids);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_f16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  linearTopk(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *values, *ids);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_bf16(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, uint16_t> *w,
+    MemRefDescriptor<1> *b, MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  linearTopk(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *values, *ids,
+             /*brain=*/true);
+}
