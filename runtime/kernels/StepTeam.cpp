@@ -96,6 +96,13 @@ std::vector<int> StepTeam::memberCpus() const {
   return cpus;
 }
 
+int StepTeam::coresHere() {
+  cpu_set_t allowed;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed) != 0)
+    return 1;
+  return CPU_COUNT(&allowed);
+}
+
 void StepTeam::pinTo(pthread_t thread, int cpu) {
   cpu_set_t one;
   CPU_ZERO(&one);

@@ -71,6 +71,10 @@ public:
     run([](void *c, int member) { (*static_cast<Body *>(c))(member); }, &body);
   }
 
+  /// The cores the calling thread may run on: a team of more members
+  /// cannot give each its own (its members would serialise).
+  static int coresHere();
+
   /// The team whose run() the calling thread is in, and its member number;
   /// nullptr outside run().
   static StepTeam *current(int &member);

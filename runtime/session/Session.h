@@ -35,7 +35,8 @@ struct SessionOptions {
   /// slices decoded apart; otherwise one thread runs the steps and the
   /// library kernels (oneDNN and the packed kernels) use all the threads.
   int threads = 1;
-  /// When batches run on a StepTeam: Auto as above; Always every batch of
+  /// When batches run on a StepTeam: Auto as above (and only where the
+  /// process may use a core per thread); Always every batch of
   /// at least two hypotheses and at most 256 (the packed kernels' rows),
   /// Never none. The translations are the same either way.
   enum class StepTeams { Auto, Always, Never };

@@ -100,7 +100,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   else if (threads > 1 && stepTeams == SessionOptions::StepTeams::Auto)
     team = slots >= kTeamMinSlotsPerThread * threads &&
            slots < kTeamSlotsPerThread * threads &&
-           stepWeightBytes >= kTeamMinStepBytes;
+           stepWeightBytes >= kTeamMinStepBytes &&
+           threads <= StepTeam::coresHere();
   if (team) {
     // Every member runs frames of its own (member 0 this thread); the
     // decoder is destroyed before them and the team.

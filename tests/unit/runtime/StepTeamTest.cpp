@@ -130,6 +130,23 @@ TEST(StepTeam, AMemberThatFinishedIsNotWaitedFor) {
   }
 }
 
+TEST(StepTeam, CountsTheCoresItMayUse) {
+  int cores = StepTeam::coresHere();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, CPU_SETSIZE);
+  // A team keeps its caller's cores when it goes (its members are pinned
+  // while it lives).
+  cpu_set_t before, after;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(before), &before), 0);
+  {
+    StepTeam team(2);
+    auto body = [](int) {};
+    team.run(body);
+  }
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+}
+
 TEST(StepTeam, OneMemberNeverMeets) {
   StepTeam team(1);
   int layer;
