@@ -26,8 +26,8 @@ using namespace tfmc::runtime::library;
 
 namespace {
 
-/// The outputs lib.linear() or lib.linearF16() would give for x, computed
-/// exactly as they compute them, fed to each row's scan (ArgmaxScan or
+/// The outputs OneDnn::linear() or OneDnn::linearF16() would give for x,
+/// computed exactly as they compute them, fed to each row's scan (ArgmaxScan or
 /// TopKScan: `scans[r].add(values, first, count, exclusions)`, ids in
 /// `never` and eos unless allow[r] excluded) a block of columns at a
 /// time: where they run the packed kernels (decoder steps), blocks of
@@ -100,9 +100,10 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
         block.data(), block.data(), 0, {1, m, n}, {m * n, n, 1}};
     if constexpr (half)
       lib.linearF16(x, w, b, y, static_cast<int32_t>(KernelActivation::None),
-                    brain);
+                    brain, /*shareable=*/false);
     else
-      lib.linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None));
+      lib.linear(x, w, b, y, static_cast<int32_t>(KernelActivation::None),
+                 /*packable=*/true, /*shareable=*/false);
     scan(block.data(), n, 0, n);
   }
   return true;
@@ -129,7 +130,13 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
       b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
       (never.sizes[0] > 0 && never.strides[0] != 1) || m == 0)
     return false;
-  TeamOffer mine{w.aligned + w.offset, m, x.aligned + x.offset};
+  TeamOffer mine;
+  mine.layer = w.aligned + w.offset;
+  mine.bias = b.aligned + b.offset;
+  // Greedy's projection: never an ordinary layer's meeting.
+  mine.detail = -1;
+  mine.rows = m;
+  mine.input = x.aligned + x.offset;
   mine.extra = allow.aligned + allow.offset;
   TeamMeeting meeting;
   if (!meetTeam(mine, meeting))
@@ -192,7 +199,7 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
 }
 
 /// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
-/// outputs lib.linear() or lib.linearF16() would give (scanOutputs).
+/// outputs OneDnn::linear() or OneDnn::linearF16() would give (scanOutputs).
 template <typename Weight>
 void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
                   const MemRefDescriptor<1> &b,
@@ -217,8 +224,8 @@ void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
 }
 
 /// tfm.linear_topk: each row's best `candidates` allowed ids and their
-/// log-probabilities (TopKScan.h) among the outputs lib.linear() or
-/// lib.linearF16() would give (scanOutputs).
+/// log-probabilities (TopKScan.h) among the outputs OneDnn::linear() or
+/// OneDnn::linearF16() would give (scanOutputs).
 template <typename Weight>
 void linearTopk(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
                 const MemRefDescriptor<1> &b,

@@ -182,8 +182,9 @@ bool OneDnn::teamLinear(const MemRefDescriptor<3> &x, const void *w, int64_t n,
                         const MemRefDescriptor<3> &y, int32_t activation,
                         PanelType type) {
   return inTeam() &&
-         withTeam(w, x.aligned + x.offset, x.sizes[0] * x.sizes[1], k,
-                  y.aligned + y.offset, n,
+         withTeam(w, b.aligned + b.offset,
+                  4 * activation + static_cast<int>(type), x.aligned + x.offset,
+                  x.sizes[0] * x.sizes[1], k, y.aligned + y.offset, n,
                   [&](const float *rows, int64_t total, float *out,
                       int64_t first, int64_t end) {
                     packed::linearColumns(
@@ -195,7 +196,7 @@ bool OneDnn::teamLinear(const MemRefDescriptor<3> &x, const void *w, int64_t n,
 
 void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
                     const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
-                    int32_t activation, bool packable) {
+                    int32_t activation, bool packable, bool shareable) {
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
   if (m == 0)
     return;
@@ -205,8 +206,9 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     fail("tfm_rt_linear: unexpected operand layout");
     return;
   }
-  if (packable && teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
-                             PanelType::F32))
+  if (packable && shareable &&
+      teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
+                 PanelType::F32))
     return;
   if (m > kChunkRows) {
     // Large layers (the encoder's) run chunk by chunk: on oneDNN, except
@@ -228,7 +230,8 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     forEachChunk(
         x, y,
         [&](const MemRefDescriptor<3> &xc, const MemRefDescriptor<3> &yc) {
-          linear(xc, w, b, yc, activation, /*packable=*/packChunks);
+          linear(xc, w, b, yc, activation, /*packable=*/packChunks,
+                 /*shareable=*/false);
         });
     return;
   }
@@ -266,7 +269,7 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
                        const MemRefDescriptor<2, uint16_t> &w,
                        const MemRefDescriptor<1> &b,
                        const MemRefDescriptor<3> &y, int32_t activation,
-                       bool brain) {
+                       bool brain, bool shareable) {
   int64_t n = w.sizes[0], k = w.sizes[1];
   int64_t m = x.sizes[0] * x.sizes[1];
   if (w.strides[1] != 1 || w.strides[0] != k || x.sizes[2] != k ||
@@ -278,8 +281,8 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   }
   if (m == 0)
     return;
-  if (teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
-                 brain ? PanelType::BF16 : PanelType::F16))
+  if (shareable && teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
+                              brain ? PanelType::BF16 : PanelType::F16))
     return;
   if (usePacked(m)) {
     // Halves stay halves: the kernel widens them, half the bytes move.
@@ -363,7 +366,9 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
         row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
     }
     const auto *xq = reinterpret_cast<const uint8_t *>(q.data());
-    if (team && withTeam(weight, xq, m, ldq, acc.data(), n,
+    if (team && withTeam(weight, wScale.aligned + wScale.offset,
+                         4 * 1000 + static_cast<int>(PanelType::I8), xq, m, ldq,
+                         acc.data(), n,
                          [&](const uint8_t *rows, int64_t total, int32_t *out,
                              int64_t first, int64_t end) {
                            packed::int8ProductsColumns(

@@ -58,16 +58,18 @@ public:
   }
 
   /// tfm_rt_linear: y = act(x · Wᵀ + b), float32 weights; `packable`
-  /// false keeps the packed kernels out (a weight with no stable address).
+  /// false keeps the packed kernels out (a weight with no stable address),
+  /// `shareable` false a StepTeam's meeting (parts of a layer: every
+  /// member meets once per layer, at the top).
   void linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
               const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
-              int32_t activation, bool packable = true);
+              int32_t activation, bool packable = true, bool shareable = true);
 
   /// 16-bit weights: IEEE halves or, with `brain`, bfloat16.
   void linearF16(const MemRefDescriptor<3> &x,
                  const MemRefDescriptor<2, uint16_t> &w,
                  const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
-                 int32_t activation, bool brain = false);
+                 int32_t activation, bool brain = false, bool shareable = true);
 
   /// A float32, float16 or bfloat16 layer (weight `w`, [n, k]) computed
   /// with the calling thread's StepTeam (TeamLinear.h); false: alone.

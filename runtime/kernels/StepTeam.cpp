@@ -237,7 +237,7 @@ bool StepTeam::meet(const TeamOffer &mine, const TeamOffer *&all) {
   if (!arriveAndWait())
     return false;
   for (const TeamOffer &o : slot)
-    if (o.layer != mine.layer)
+    if (o.layer != mine.layer || o.bias != mine.bias || o.detail != mine.detail)
       return false;
   meetingGeneration = g;
   all = slot.data();

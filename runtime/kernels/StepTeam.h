@@ -39,8 +39,11 @@ namespace tfmc::runtime {
 
 /// One member's part of a shared layer.
 struct TeamOffer {
-  /// The layer (its weight's address): members share only the same layer.
+  /// The layer (its weight's and bias's addresses, and what else tells
+  /// its uses apart: activation, storage): members share only the same.
   const void *layer = nullptr;
+  const void *bias = nullptr;
+  int64_t detail = 0;
   /// The member's rows of input.
   int64_t rows = 0;
   const void *input = nullptr;

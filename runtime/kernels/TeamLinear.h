@@ -66,17 +66,24 @@ inline bool meetTeam(const TeamOffer &mine, TeamMeeting &meeting) {
 }
 
 /// A packed layer computed with the other members of the calling
-/// thread's StepTeam, when they are at the same layer: every member's
+/// thread's StepTeam, when they are at the same layer (`layer`, `bias`
+/// and `detail` equal): every member's
 /// rows (`ldx` inputs apart) are gathered, this member computes its
 /// share of the panels for all of them, `columns(rows, total, out,
 /// firstPanel, endPanel)` writing outputs (r, c) to out[r · n + c], and
 /// copies its own rows of every member's share to y ([m, n]). False
 /// (nothing written): the caller computes its rows alone.
 template <typename In, typename Out, typename Columns>
-bool withTeam(const void *layer, const In *x, int64_t m, int64_t ldx, Out *y,
-              int64_t n, Columns columns) {
+bool withTeam(const void *layer, const void *bias, int64_t detail, const In *x,
+              int64_t m, int64_t ldx, Out *y, int64_t n, Columns columns) {
+  TeamOffer mine;
+  mine.layer = layer;
+  mine.bias = bias;
+  mine.detail = detail;
+  mine.rows = m;
+  mine.input = x;
   TeamMeeting meeting;
-  if (!meetTeam({layer, m, x}, meeting))
+  if (!meetTeam(mine, meeting))
     return false;
   thread_local std::vector<In> gathered;
   thread_local std::vector<Out> results;

@@ -61,7 +61,6 @@ private:
   int64_t capacity = 0;
   std::vector<TopKCandidate> items;
   float max = 0, sum = 0;
-  bool any = false;
 };
 
 } // namespace tfmc::runtime

@@ -17,6 +17,14 @@ using namespace tfmc::runtime;
 
 namespace {
 
+TeamOffer offer(const void *layer, int64_t rows, const void *input) {
+  TeamOffer o;
+  o.layer = layer;
+  o.rows = rows;
+  o.input = input;
+  return o;
+}
+
 TEST(StepTeam, RunsEveryMemberOnItsOwnThread) {
   for (int members : {1, 2, 3}) {
     StepTeam team(members);
@@ -58,7 +66,7 @@ TEST(StepTeam, MembersAtTheSameLayerShareOffersAndResults) {
         int64_t rows = member + 1;
         inputs[member] = 1000 * step + 10 * layer + member;
         const TeamOffer *all = nullptr;
-        if (!team.meet({&layers[layer], rows, &inputs[member]}, all)) {
+        if (!team.meet(offer(&layers[layer], rows, &inputs[member]), all)) {
           ++failures;
           continue;
         }
@@ -92,14 +100,14 @@ TEST(StepTeam, DifferentLayersMeetNobody) {
   std::vector<int> outcomes(2, -1);
   auto body = [&](int member) {
     const TeamOffer *all = nullptr;
-    outcomes[member] = team.meet({member == 0 ? &a : &b, 1, nullptr}, all);
+    outcomes[member] = team.meet(offer(member == 0 ? &a : &b, 1, nullptr), all);
   };
   team.run(body);
   EXPECT_EQ(outcomes, std::vector<int>({0, 0}));
   // The next run meets again.
   auto same = [&](int member) {
     const TeamOffer *all = nullptr;
-    outcomes[member] = team.meet({&a, 1, nullptr}, all);
+    outcomes[member] = team.meet(offer(&a, 1, nullptr), all);
     if (outcomes[member])
       outcomes[member] = team.publish(nullptr);
   };
@@ -116,7 +124,7 @@ TEST(StepTeam, AMemberThatFinishedIsNotWaitedFor) {
   auto body = [&](int member) {
     for (int i = 0; i < (member == 0 ? 1 : 3); ++i) {
       const TeamOffer *all = nullptr;
-      bool met = team.meet({&layer, 1, nullptr}, all);
+      bool met = team.meet(offer(&layer, 1, nullptr), all);
       if (met)
         met = team.publish(nullptr);
       outcomes[member].push_back(met);
@@ -147,13 +155,32 @@ TEST(StepTeam, CountsTheCoresItMayUse) {
   EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }
 
+TEST(StepTeam, TheSameWeightWithAnotherBiasOrUseIsAnotherLayer) {
+  StepTeam team(2);
+  int weight, biases[2];
+  std::vector<int> outcomes(2, -1);
+  for (int variant = 0; variant < 2; ++variant) {
+    auto body = [&](int member) {
+      TeamOffer o = offer(&weight, 1, nullptr);
+      if (variant == 0)
+        o.bias = &biases[member];
+      else
+        o.detail = member;
+      const TeamOffer *all = nullptr;
+      outcomes[member] = team.meet(o, all);
+    };
+    team.run(body);
+    EXPECT_EQ(outcomes, std::vector<int>({0, 0})) << "variant " << variant;
+  }
+}
+
 TEST(StepTeam, OneMemberNeverMeets) {
   StepTeam team(1);
   int layer;
   bool met = true;
   auto body = [&](int) {
     const TeamOffer *all = nullptr;
-    met = team.meet({&layer, 1, nullptr}, all);
+    met = team.meet(offer(&layer, 1, nullptr), all);
   };
   team.run(body);
   EXPECT_FALSE(met);
