@@ -99,7 +99,8 @@ llvm::Error BatchDecoder::encode() {
         llvm::inconvertibleErrorCode(),
         "encode and decode_step disagree on the cross-attention key type");
   int parts =
-      team ? static_cast<int>(std::min<int64_t>(team->size(), src.rows)) : 1;
+      team ? static_cast<int>(std::clamp<int64_t>(src.rows, 1, team->size()))
+           : 1;
   for (int m = 0; m < parts; ++m) {
     int64_t first = src.rows * m / parts,
             count = src.rows * (m + 1) / parts - first;
@@ -208,7 +209,7 @@ bool BatchDecoder::runStep(
   // With a team, every step runs on it (a member per slot while there are
   // fewer slots than members).
   int parts =
-      team ? static_cast<int>(std::min<int64_t>(team->size(), active)) : 1;
+      team ? static_cast<int>(std::clamp<int64_t>(active, 1, team->size())) : 1;
   // Contiguous ranges of slots, as even as they go.
   for (int m = 0; m < parts; ++m) {
     int64_t first = active * m / parts,
