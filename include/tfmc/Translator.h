@@ -39,6 +39,11 @@ struct LoadOptions {
   std::string kernels;
   /// Threads for compiled code and oneDNN (1 to kMaxThreads).
   int threads = 1;
+  /// When a batch's threads run each step together, sharing the reads of
+  /// each layer's weights (docs/cli.md, --threads): "auto" or "" (large
+  /// models at 8-15 hypotheses per thread), "always" (every batch of 2-256
+  /// hypotheses) or "never". The translations are the same either way.
+  std::string stepTeams;
   /// How linear-layer weights are stored: "float32", "float16", "bfloat16"
   /// or "int8" (docs/quantization.md); "" takes the model file's
   /// "compute_type", else float32. quantizeOutputProjection false keeps the output

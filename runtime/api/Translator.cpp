@@ -146,6 +146,14 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
     return error("threads must be between 1 and " +
                  std::to_string(kMaxThreads));
   sessionOptions.threads = options.threads;
+  using StepTeams = runtime::SessionOptions::StepTeams;
+  if (options.stepTeams == "always")
+    sessionOptions.stepTeams = StepTeams::Always;
+  else if (options.stepTeams == "never")
+    sessionOptions.stepTeams = StepTeams::Never;
+  else if (!options.stepTeams.empty() && options.stepTeams != "auto")
+    return error("step teams: expected 'auto', 'always' or 'never', got '" +
+                 options.stepTeams + "'");
   if (!options.computeType.empty()) {
     sessionOptions.computeType =
         frontend::parseComputeType(options.computeType);

@@ -104,6 +104,12 @@ public:
               cl::sub(sub), cl::cat(cat)),
         threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
                 cl::sub(sub), cl::cat(cat)),
+        stepTeams("step-teams",
+                  cl::desc("When a batch's threads run each step together, "
+                           "sharing each layer's weight reads: auto (large "
+                           "models, 8-15 rows a thread), always, never"),
+                  cl::value_desc("auto|always|never"), cl::init("auto"),
+                  cl::sub(sub), cl::cat(cat)),
         batchTokens("batch-tokens",
                     cl::desc("At most this many padded source tokens per "
                              "batch (rows x longest row; 0: no bound)"),
@@ -243,6 +249,7 @@ public:
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
     load.threads = threads;
+    load.stepTeams = stepTeams;
     load.computeType = computeType.name();
     load.quantizeOutputProjection = computeType.outputProjection();
     load.dumpDir = dumpIR;
@@ -382,6 +389,7 @@ private:
   cl::opt<int64_t> nBest;
   cl::opt<bool> scores, stats;
   cl::opt<int> threads;
+  cl::opt<std::string> stepTeams;
   cl::opt<int64_t> batchTokens, readAhead;
   cl::opt<bool> sortBatches;
   cl::opt<std::string> shard;
