@@ -21,16 +21,6 @@ thread_local int currentMember = 0;
 /// The generation of the calling member's last successful meet().
 thread_local uint32_t meetingGeneration = 0;
 
-/// How long a waiting member spins before it sleeps: the members of a
-/// step reach a layer within microseconds of each other when each has a
-/// core. Beyond that a member sleeps in the kernel (futex) rather than
-/// spinning or yielding, so a core shared with other work goes to the
-/// member that is late: yielding handed whole time slices to the other
-/// processes, and on a 2-core host with two niced trainings running a
-/// batch-8 translation took 2.2-2.6 s on two threads against 0.7 s on
-/// one.
-constexpr std::chrono::microseconds kSpinTime(2000);
-
 /// Sleeps while `word` holds `value` (or until woken).
 void futexWait(std::atomic<uint32_t> &word, uint32_t value) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
@@ -111,12 +101,9 @@ void StepTeam::pinTo(pthread_t thread, int cpu) {
 }
 
 StepTeam::~StepTeam() {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
-    runs.fetch_add(1, std::memory_order_release);
-  }
-  wake.notify_all();
+  stopping.store(true);
+  runs.fetch_add(1);
+  signal();
   for (std::thread &t : helpers)
     t.join();
   if (pinned)
@@ -134,11 +121,12 @@ void StepTeam::signal() {
     futexWakeAll(events);
 }
 
-template <typename Done> void StepTeam::waitUntil(Done done) {
+template <typename Done>
+void StepTeam::waitUntil(Done done, std::chrono::microseconds spinTime) {
   auto start = std::chrono::steady_clock::now();
   for (int spin = 0; !done(); ++spin) {
     if (spin % 64 != 63 ||
-        std::chrono::steady_clock::now() - start < kSpinTime) {
+        std::chrono::steady_clock::now() - start < spinTime) {
       _mm_pause();
       continue;
     }
@@ -156,23 +144,12 @@ template <typename Done> void StepTeam::waitUntil(Done done) {
 void StepTeam::helper(int member) {
   uint64_t seen = 0;
   for (;;) {
-    // Steps follow each other closely (a search between them): spin a
-    // little before sleeping.
-    auto start = std::chrono::steady_clock::now();
-    for (int spin = 0; runs.load(std::memory_order_acquire) == seen; ++spin) {
-      if (spin % 64 == 63 &&
-          std::chrono::steady_clock::now() - start > 4 * kSpinTime)
-        break;
-      _mm_pause();
-    }
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock,
-                [&] { return runs.load(std::memory_order_acquire) != seen; });
-      if (stopping)
-        return;
-      seen = runs.load(std::memory_order_acquire);
-    }
+    // Steps follow each other closely (a search between them): spin
+    // longer before sleeping.
+    waitUntil([&] { return runs.load() != seen; }, 4 * kSpinTime);
+    if (stopping.load())
+      return;
+    seen = runs.load();
     {
       Membership in(this, member);
       setKernelThreads(1);
@@ -188,13 +165,11 @@ void StepTeam::run(void (*work)(void *, int), void *data) {
   arrived.store(0, std::memory_order_relaxed);
   finished.store(0, std::memory_order_relaxed);
   broken.store(false, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    body = work;
-    context = data;
-    runs.fetch_add(1, std::memory_order_release);
-  }
-  wake.notify_all();
+  // Published by the bump of `runs` that the helpers wait for.
+  body = work;
+  context = data;
+  runs.fetch_add(1);
+  signal();
   int threads = kernelThreads();
   {
     Membership in(this, 0);

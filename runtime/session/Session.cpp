@@ -54,9 +54,9 @@ static std::vector<float> sinusoidalTable(int64_t maxLen, int64_t d) {
 /// Bytes of the weight arguments of `fn` (0 without it): what one call
 /// reads of weights.
 static int64_t weightBytes(const CompiledFunction *fn) {
-  int64_t total = 0;
   if (!fn)
     return 0;
+  int64_t total = 0;
   for (const ArgSpec &a : fn->args) {
     if (a.kind != ArgSpec::Kind::Weight && a.kind != ArgSpec::Kind::WeightScale)
       continue;
@@ -128,10 +128,10 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   for (const frontend::TensorView &t : session->loaded.weights->tensors())
     if (t.data && !session->weightStore->binds(t.data))
       session->loaded.weights->releaseFloatCopy(t.name);
+  const CompiledFunction *step =
+      session->compiledModel->function("decode_greedy");
   session->stepWeightBytes = weightBytes(
-      session->compiledModel->function("decode_greedy")
-          ? session->compiledModel->function("decode_greedy")
-          : session->compiledModel->function("decode_step"));
+      step ? step : session->compiledModel->function("decode_step"));
   session->stepTeams = options.stepTeams;
   // One set of call frames per worker thread (row-parallel decoding) to
   // begin with; concurrent callers get more on demand.

@@ -36,9 +36,8 @@ struct SessionOptions {
   /// library kernels (oneDNN and the packed kernels) use all the threads.
   int threads = 1;
   /// When batches run on a StepTeam: Auto as above (and only where the
-  /// process may use a core per thread); Always every batch of
-  /// at least two hypotheses and at most 256 (the packed kernels' rows),
-  /// Never none. The translations are the same either way.
+  /// process may use a core per thread); Always every batch of at least two
+  /// hypotheses and at most kTeamMaxSlots; Never none. The translations are the same either way.
   enum class StepTeams { Auto, Always, Never };
   StepTeams stepTeams = StepTeams::Auto;
   /// Linear layers through oneDNN (when built with it) or compiled loops.
@@ -177,6 +176,9 @@ public:
   /// 0.30-0.38 s). The base model (105 MB) at batch 16: team 1.20-1.51 s,
   /// median 1.27, against slices 1.34-1.68, median 1.43 (one thread 2.19).
   static constexpr int64_t kTeamMinStepBytes = int64_t(48) << 20;
+  /// The most hypotheses a team decodes (StepTeams::Always): the rows the
+  /// packed kernels its members share take.
+  static constexpr int64_t kTeamMaxSlots = 256;
   struct Frames;
 
 private:

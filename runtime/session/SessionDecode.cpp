@@ -96,65 +96,58 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
   int64_t slots = rows * std::max<int64_t>(slotsPerRow, 1);
   bool team = false;
   if (threads > 1 && stepTeams == SessionOptions::StepTeams::Always)
-    team = slots >= 2 && slots <= 256;
+    team = slots >= 2 && slots <= kTeamMaxSlots;
   else if (threads > 1 && stepTeams == SessionOptions::StepTeams::Auto)
     team = slots >= kTeamMinSlotsPerThread * threads &&
            slots < kTeamSlotsPerThread * threads &&
            stepWeightBytes >= kTeamMinStepBytes &&
            threads <= StepTeam::coresHere();
-  if (team) {
-    // Every member runs frames of its own (member 0 this thread); the
-    // decoder is destroyed before them and the team.
+  // With several threads and enough rows (but too many for a team),
+  // contiguous slices of the batch are encoded and decoded at once on their
+  // own threads, each with its own call frames and one library-kernel
+  // thread (rows are independent, so the result is the same as one batch).
+  int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
+  if (team || workers <= 1) {
+    // One decoder over the whole batch: on a StepTeam of all the threads,
+    // each member with frames of its own (member 0 this thread), or on this
+    // thread alone with the library kernels using all the threads. The
+    // decoder goes before the frames and the team.
     std::vector<FramesLease> leases;
     std::vector<BatchDecoder::MemberFrames> others;
-    for (int m = 0; m < threads; ++m) {
+    for (int m = 0; m < (team ? threads : 1); ++m) {
       leases.emplace_back(*this);
       Frames &f = *leases.back();
       if (m > 0)
         others.push_back({f.encode.get(), f.decodeStep.get(),
                           f.decodeGreedy.get(), f.decodeBeam.get()});
     }
-    StepTeam team(threads);
-    // The members compute on one kernel thread each; the calling thread
-    // too, between them (an OpenMP pool left spinning after a parallel
-    // layer would take a member's core).
-    setKernelThreads(1);
+    std::optional<StepTeam> stepTeam;
+    if (team)
+      stepTeam.emplace(threads);
+    // The library kernels' thread count is per calling thread: every caller
+    // uses the session's, so results do not depend on the caller. A team's
+    // members compute on one kernel thread each, the calling thread too,
+    // between them (an OpenMP pool left spinning after a parallel layer
+    // would take a member's core).
+    setKernelThreads(team ? 1 : threads);
     auto start = std::chrono::steady_clock::now();
-    auto decoder = startDecoding(
-        *leases[0], sources, batchSteps, slotsPerRow,
-        [&](BatchDecoder &d) { d.useTeam(team, std::move(others)); });
+    auto decoder = startDecoding(*leases[0], sources, batchSteps, slotsPerRow,
+                                 [&](BatchDecoder &d) {
+                                   if (stepTeam)
+                                     d.useTeam(*stepTeam, std::move(others));
+                                 });
     double encodeSeconds = secondsSince(start);
-    if (!decoder) {
-      setKernelThreads(threads);
-      return decoder.takeError();
+    Result result;
+    if (decoder) {
+      auto &batch = static_cast<BatchDecoder &>(**decoder);
+      start = std::chrono::steady_clock::now();
+      result = search(**decoder, effective, specialIds());
+      addTimes(encodeSeconds, secondsSince(start), batch.stepSeconds(),
+               batch.rowSteps());
     }
-    auto &batch = static_cast<BatchDecoder &>(**decoder);
-    start = std::chrono::steady_clock::now();
-    Result result = search(**decoder, effective, specialIds());
-    addTimes(encodeSeconds, secondsSince(start), batch.stepSeconds(),
-             batch.rowSteps());
     setKernelThreads(threads);
-    if (llvm::Error e = (*decoder)->takeError())
-      return std::move(e);
-    return result;
-  }
-  // With several threads and enough rows, contiguous slices of the batch
-  // are encoded and decoded at once on their own threads, each with its own
-  // call frames and one library-kernel thread (rows are independent, so the
-  // result is the same as one batch). Otherwise the library kernels get all
-  // the threads.
-  int64_t workers = std::min<int64_t>(threads, rows / kMinRowsPerWorker);
-  if (workers <= 1) {
-    // The library kernels' thread count is per calling thread: every
-    // caller uses the session's, so results do not depend on the caller.
-    setKernelThreads(threads);
-    auto decoder = startDecoding(sources, batchSteps, slotsPerRow);
     if (!decoder)
       return decoder.takeError();
-    auto start = std::chrono::steady_clock::now();
-    Result result = search(**decoder, effective, specialIds());
-    auto &batch = static_cast<BatchDecoder &>(**decoder);
-    addTimes(0, secondsSince(start), batch.stepSeconds(), batch.rowSteps());
     if (llvm::Error e = (*decoder)->takeError())
       return std::move(e);
     return result;
