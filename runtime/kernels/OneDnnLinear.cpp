@@ -366,8 +366,11 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
         row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
     }
     const auto *xq = reinterpret_cast<const uint8_t *>(q.data());
+    // The members share only the integer products (each applies its own
+    // rows' scales, bias and activation), so the weight and its scales
+    // name the layer.
     if (team && withTeam(weight, wScale.aligned + wScale.offset,
-                         4 * 1000 + static_cast<int>(PanelType::I8), xq, m, ldq,
+                         static_cast<int>(PanelType::I8), xq, m, ldq,
                          acc.data(), n,
                          [&](const uint8_t *rows, int64_t total, int32_t *out,
                              int64_t first, int64_t end) {
