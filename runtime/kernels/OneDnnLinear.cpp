@@ -369,14 +369,14 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
     // The members share only the integer products (each applies its own
     // rows' scales, bias and activation), so the weight and its scales
     // name the layer.
-    if (team && withTeam(weight, wScale.aligned + wScale.offset,
-                         static_cast<int>(PanelType::I8), xq, m, ldq,
-                         acc.data(), n,
-                         [&](const uint8_t *rows, int64_t total, int32_t *out,
-                             int64_t first, int64_t end) {
-                           packed::int8ProductsColumns(
-                               rows, total, *panelWeight, out, first, end);
-                         })) {
+    if (team &&
+        withTeam(weight, wScale.aligned + wScale.offset,
+                 static_cast<int>(PanelType::I8), xq, m, ldq, acc.data(), n,
+                 [&](const uint8_t *rows, int64_t total, int32_t *out,
+                     int64_t first, int64_t end) {
+                   packed::int8ProductsColumns(rows, total, *panelWeight, out,
+                                               first, end);
+                 })) {
       // acc holds this member's rows.
     } else if (usePanels) {
       packed::int8Products(xq, m, *panelWeight, acc.data(),
