@@ -11,6 +11,7 @@
 #include "runtime/kernels/ArgmaxScan.h"
 #include "runtime/kernels/OneDnnLinear.h"
 #include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/ShortlistArgmax.h"
 #include "runtime/kernels/StepTeam.h"
 #include "runtime/kernels/TeamLinear.h"
 #include "runtime/kernels/TopKScan.h"
@@ -109,6 +110,108 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
   return true;
 }
 
+/// The prepared weight when greedy's projection takes the int8 shortlist
+/// (ShortlistArgmax.h) for m rows: the packed kernels' rows, a projection of
+/// at least kShortlistMinColumns outputs (TFMC_GREEDY_SHORTLIST=always: any),
+/// a weight without NaNs or infinities; null: the full scan.
+template <typename Weight>
+const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
+                                    const MemRefDescriptor<1> &b, bool brain,
+                                    int64_t m) {
+  constexpr bool half = sizeof(*w.aligned) == 2;
+  int64_t n = w.sizes[0], k = w.sizes[1];
+  ShortlistPolicy policy = shortlistPolicy();
+  if (policy == ShortlistPolicy::Never || !OneDnn::usePacked(m) ||
+      (policy == ShortlistPolicy::Auto && n < kShortlistMinColumns))
+    return nullptr;
+  return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k,
+                       !half   ? OneDnn::PanelType::F32
+                       : brain ? OneDnn::PanelType::BF16
+                               : OneDnn::PanelType::F16);
+}
+
+/// Each row's greedy choice through the shortlist, the columns split
+/// between the kernel threads as the packed kernels split them (each
+/// thread's choices merged in id order: the values are finite, so the
+/// later share's wins only when strictly greater, as in one scan). False:
+/// the caller scans the full outputs.
+bool shortlistScan(const ShortlistWeight &sw, const float *x, int64_t m,
+                   const ScanExclusions &excluded, const int32_t *allowEos,
+                   std::vector<ArgmaxScan> &scans) {
+  int64_t panels = packed::panelCount(sw.n);
+  int threads = OneDnn::packedThreads(m, sw.n, sw.k);
+  if (threads <= 1)
+    return shortlistArgmax(sw, x, m, 0, panels, excluded, allowEos,
+                           scans.data());
+  struct Job {
+    const ShortlistWeight *sw;
+    const float *x;
+    int64_t m, panels;
+    const ScanExclusions *excluded;
+    const int32_t *allowEos;
+    std::vector<std::vector<ArgmaxScan>> shares;
+    std::vector<char> ok;
+    int used = 0;
+  } job{&sw, x, m, panels, &excluded, allowEos, {}, {}, 0};
+  job.shares.assign(threads, std::vector<ArgmaxScan>(m));
+  job.ok.assign(threads, 1);
+  GOMP_parallel(
+      [](void *data) {
+        Job &j = *static_cast<Job *>(data);
+        int t = omp_get_thread_num(), count = omp_get_num_threads();
+        if (t == 0)
+          j.used = count;
+        if (t >= static_cast<int>(j.shares.size()))
+          return;
+        auto [first, end] = packed::panelShare(j.panels, t, count);
+        j.ok[t] = shortlistArgmax(*j.sw, j.x, j.m, first, end, *j.excluded,
+                                  j.allowEos, j.shares[t].data());
+      },
+      &job, static_cast<unsigned>(threads), 0);
+  // The team may be smaller than asked for (inside another parallel
+  // region); shares are made for the size it had.
+  if (job.used < 1 || job.used > threads)
+    return false;
+  for (int t = 0; t < job.used; ++t)
+    if (!job.ok[t])
+      return false;
+  for (int64_t r = 0; r < m; ++r) {
+    ArgmaxScan best;
+    for (int t = 0; t < job.used; ++t) {
+      const ArgmaxScan &s = job.shares[t][r];
+      if (s.best >= 0 && (best.best < 0 || s.value > best.value))
+        best = s;
+    }
+    scans[r] = best;
+  }
+  return true;
+}
+
+/// Publishes this member's choices over its share of the columns for every
+/// member's rows (`partial`) and merges its own m rows' choices from all
+/// shares, in id order. False: the caller scans alone.
+bool publishArgmax(TeamMeeting &meeting, std::vector<ArgmaxScan> &partial,
+                   int64_t m, const MemRefDescriptor<1, int32_t> &out) {
+  if (!meeting.team->publish(partial.data()))
+    return false;
+  int32_t *tokens = out.aligned + out.offset;
+  for (int64_t r = 0; r < m; ++r) {
+    ArgmaxScan best;
+    for (int p = 0; p < meeting.members; ++p) {
+      const ArgmaxScan &s = static_cast<const ArgmaxScan *>(
+          meeting.offers[p].result)[meeting.firstRow + r];
+      if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
+        continue;
+      if (best.best >= 0 && std::isnan(s.value))
+        return false; // one scan might have chosen a later id
+      if (best.best < 0 || s.value > best.value)
+        best = s;
+    }
+    tokens[r] = best.best;
+  }
+  return true;
+}
+
 /// tfm.linear_argmax with the other members of a StepTeam (withTeam):
 /// each member scans its share of the columns for every member's rows,
 /// and each row's choice is merged from the shares in id order. Exact:
@@ -148,16 +251,21 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   meeting.gather(&TeamOffer::input, k, gathered);
   meeting.gather(&TeamOffer::extra, 1, allowed);
   partial.assign(total, ArgmaxScan());
-  const packed::PackedWeight &pw = lib.panels(w.aligned + w.offset, n, k,
-                                              !half   ? OneDnn::PanelType::F32
-                                              : brain ? OneDnn::PanelType::BF16
-                                                      : OneDnn::PanelType::F16);
   auto [first, end] = packed::panelShare(packed::panelCount(n), meeting.member,
                                          meeting.members);
   ScanExclusions excluded;
   excluded.never = never.aligned + never.offset;
   excluded.neverCount = never.sizes[0];
   excluded.eos = eos;
+  if (const ShortlistWeight *sw = shortlistFor(lib, w, b, brain, total))
+    if (shortlistArgmax(*sw, gathered.data(), total, first, end, excluded,
+                        allowed.data(), partial.data()))
+      return publishArgmax(meeting, partial, m, out);
+  partial.assign(total, ArgmaxScan());
+  const packed::PackedWeight &pw = lib.panels(w.aligned + w.offset, n, k,
+                                              !half   ? OneDnn::PanelType::F32
+                                              : brain ? OneDnn::PanelType::BF16
+                                                      : OneDnn::PanelType::F16);
   // Blocks of whole panel pairs, about 256 KB of outputs.
   int64_t width =
       std::clamp<int64_t>((int64_t(1) << 16) / total, 2 * packed::kPanel, 8192);
@@ -178,24 +286,34 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
       partial[r].add(block.data() + r * width, col, count, excluded);
     }
   }
-  if (!meeting.team->publish(partial.data()))
+  return publishArgmax(meeting, partial, m, out);
+}
+
+/// linearArgmax()'s choices through the int8 shortlist, where it applies
+/// (shortlistFor) and the operands are laid out as scanOutputs expects.
+/// False: scanOutputs() scans the full outputs (and reports a layout).
+template <typename Weight>
+bool shortlistArgmaxAlone(OneDnn &lib, const MemRefDescriptor<3> &x,
+                          const Weight &w, const MemRefDescriptor<1> &b,
+                          bool brain, const MemRefDescriptor<1, int32_t> &never,
+                          int64_t eos, const MemRefDescriptor<1, int32_t> &allow,
+                          std::vector<ArgmaxScan> &scans) {
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  if (m == 0 || !OneDnn::contiguous(x) || w.strides[1] != 1 ||
+      w.strides[0] != k || w.sizes[1] != k || b.strides[0] != 1 ||
+      b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
+      (never.sizes[0] > 0 && never.strides[0] != 1) ||
+      static_cast<int64_t>(scans.size()) != m)
     return false;
-  int32_t *tokens = out.aligned + out.offset;
-  for (int64_t r = 0; r < m; ++r) {
-    ArgmaxScan best;
-    for (int p = 0; p < meeting.members; ++p) {
-      const ArgmaxScan &s = static_cast<const ArgmaxScan *>(
-          meeting.offers[p].result)[meeting.firstRow + r];
-      if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
-        continue;
-      if (best.best >= 0 && std::isnan(s.value))
-        return false; // one scan might have chosen a later id
-      if (best.best < 0 || s.value > best.value)
-        best = s;
-    }
-    tokens[r] = best.best;
-  }
-  return true;
+  const ShortlistWeight *sw = shortlistFor(lib, w, b, brain, m);
+  if (!sw)
+    return false;
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  return shortlistScan(*sw, x.aligned + x.offset, m, excluded,
+                       allow.aligned + allow.offset, scans);
 }
 
 /// tfm.linear_argmax: each row's greedy choice (ArgmaxScan.h) among the
@@ -215,7 +333,8 @@ void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
     return;
   thread_local std::vector<ArgmaxScan> scans;
   scans.assign(m, ArgmaxScan());
-  if (!scanOutputs(lib, "tfm_rt_linear_argmax", x, w, b, brain, never, eos,
+  if (!shortlistArgmaxAlone(lib, x, w, b, brain, never, eos, allow, scans) &&
+      !scanOutputs(lib, "tfm_rt_linear_argmax", x, w, b, brain, never, eos,
                    allow, scans))
     return;
   int32_t *tokens = out.aligned + out.offset;

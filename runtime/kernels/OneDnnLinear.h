@@ -13,12 +13,14 @@
 #include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/ShortlistArgmax.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -90,6 +92,7 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     packedInt8.erase(weight);
     packedPanels.erase(weight);
+    shortlists.erase(weight);
   }
 
   void fail(const std::string &message) {
@@ -174,8 +177,22 @@ public:
   const packed::PackedWeight &panels(const void *weight, int64_t n, int64_t k,
                                      PanelType type);
 
+  /// The output projection at `weight` ([n, k] floats or 16-bit halves of
+  /// `type`) with `bias` prepared for greedy's int8 shortlist
+  /// (ShortlistArgmax.h), made on first use; null where it cannot be (a
+  /// value that is not finite).
+  const ShortlistWeight *shortlist(const void *weight, const float *bias,
+                                   int64_t n, int64_t k, PanelType type);
+
 private:
   OneDnn() : engine(dnnl::engine::kind::cpu, 0) {}
+
+  struct ShortlistEntry {
+    const float *bias;
+    int64_t n, k;
+    PanelType type;
+    std::unique_ptr<ShortlistWeight> prepared;
+  };
 
   /// The int8 weight in the layout `layout` (what the primitive chose for
   /// it) and its row sums, made on first use.
@@ -189,6 +206,7 @@ private:
   std::map<LinearKey, LinearPrimitive> cache;
   std::map<const void *, std::deque<PackedInt8Weight>> packedInt8;
   std::map<const void *, std::deque<packed::PackedWeight>> packedPanels;
+  std::map<const void *, std::deque<ShortlistEntry>> shortlists;
   std::string error;
 };
 

@@ -303,9 +303,12 @@ PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
 
 namespace {
 
+/// Output (r, c) to acc[r · ld + c - 16 · firstPanel].
 void int8ProductsAvx2(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                      int32_t *acc, int64_t firstPanel, int64_t endPanel) {
+                      int32_t *acc, int64_t ld, int64_t firstPanel,
+                      int64_t endPanel) {
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
+  const int64_t firstColumn = firstPanel * kPanel;
   alignas(32) int32_t scratch[4 * kPanel];
   for (int64_t p = firstPanel; p < endPanel; ++p) {
     const int8_t *panel = w.i8.data() + p * kPanel * kp;
@@ -313,19 +316,19 @@ void int8ProductsAvx2(const uint8_t *xq, int64_t m, const PackedWeight &w,
     bool full = width == kPanel;
     for (int64_t r = 0; r < m;) {
       int rows = m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
-      int32_t *out = full ? acc + r * n + col : scratch;
-      int64_t ld = full ? n : kPanel;
+      int32_t *out = full ? acc + r * ld + col - firstColumn : scratch;
+      int64_t ldOut = full ? ld : kPanel;
       const uint8_t *xr = xq + r * kp;
       if (rows == 4)
-        tileInt8<4>(xr, kp, panel, groups, out, ld);
+        tileInt8<4>(xr, kp, panel, groups, out, ldOut);
       else if (rows == 2)
-        tileInt8<2>(xr, kp, panel, groups, out, ld);
+        tileInt8<2>(xr, kp, panel, groups, out, ldOut);
       else
-        tileInt8<1>(xr, kp, panel, groups, out, ld);
+        tileInt8<1>(xr, kp, panel, groups, out, ldOut);
       if (!full)
         for (int i = 0; i < rows; ++i)
-          std::memcpy(acc + (r + i) * n + col, scratch + i * kPanel,
-                      width * sizeof(int32_t));
+          std::memcpy(acc + (r + i) * ld + col - firstColumn,
+                      scratch + i * kPanel, width * sizeof(int32_t));
       r += rows;
     }
   }
@@ -370,10 +373,18 @@ void packed::int8ProductsColumns(const uint8_t *xq, int64_t m,
                                  const PackedWeight &w, int32_t *acc,
                                  int64_t firstPanel, int64_t endPanel,
                                  Isa isa) {
+  int8ProductsBlock(xq, m, w, acc + firstPanel * kPanel, w.n, firstPanel,
+                    endPanel, isa);
+}
+
+void packed::int8ProductsBlock(const uint8_t *xq, int64_t m,
+                               const PackedWeight &w, int32_t *acc,
+                               int64_t ld, int64_t firstPanel,
+                               int64_t endPanel, Isa isa) {
   if (isa == Isa::Avx512 && runs(Isa::Avx512))
-    avx512::int8Products(xq, m, w, acc, firstPanel, endPanel);
+    avx512::int8Products(xq, m, w, acc, ld, firstPanel, endPanel);
   else
-    int8ProductsAvx2(xq, m, w, acc, firstPanel, endPanel);
+    int8ProductsAvx2(xq, m, w, acc, ld, firstPanel, endPanel);
 }
 
 void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,

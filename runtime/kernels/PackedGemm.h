@@ -104,6 +104,11 @@ void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
 void int8ProductsColumns(const uint8_t *xq, int64_t m, const PackedWeight &w,
                          int32_t *acc, int64_t firstPanel, int64_t endPanel,
                          Isa isa = preferredIsa());
+/// The same columns into a block: output (r, c) goes to
+/// acc[r · ld + c - 16 · firstPanel].
+void int8ProductsBlock(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                       int32_t *acc, int64_t ld, int64_t firstPanel,
+                       int64_t endPanel, Isa isa = preferredIsa());
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
 /// KernelActivation; `threads` as for int8Products. With `skipZeros`, the

@@ -261,8 +261,10 @@ void packed::avx512::linear(const float *x, const RowTiles &plan,
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
                                   const PackedWeight &w, int32_t *acc,
-                                  int64_t firstPanel, int64_t np) {
+                                  int64_t ld, int64_t firstPanel,
+                                  int64_t np) {
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
+  const int64_t firstColumn = firstPanel * kPanel;
   const int64_t panelBytes = kPanel * kp;
   alignas(64) int32_t scratch[kWideTileRows * kPanel];
   for (int64_t p = firstPanel; p < np;) {
@@ -278,15 +280,15 @@ void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
       const uint8_t *xr = xq + r * kp;
       if (pair) {
         tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups,
-                        acc + r * n + col, n);
+                        acc + r * ld + col - firstColumn, ld);
       } else {
-        int32_t *out = full ? acc + r * n + col : scratch;
-        int64_t ld = full ? n : kPanel;
-        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, out, ld);
+        int32_t *out = full ? acc + r * ld + col - firstColumn : scratch;
+        int64_t ldOut = full ? ld : kPanel;
+        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, out, ldOut);
         if (!full)
           for (int i = 0; i < rows; ++i)
-            std::memcpy(acc + (r + i) * n + col, scratch + i * kPanel,
-                        width * sizeof(int32_t));
+            std::memcpy(acc + (r + i) * ld + col - firstColumn,
+                        scratch + i * kPanel, width * sizeof(int32_t));
       }
       r += rows;
     }

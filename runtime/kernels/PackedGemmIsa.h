@@ -21,8 +21,11 @@ bool available();
 void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
             const float *bias, float *y, int64_t ldy, int64_t firstColumn,
             int64_t firstPanel, int64_t endPanel);
+/// Σk xq · W of panels [firstPanel, endPanel): output (r, c) goes to
+/// acc[r · ld + c - 16 · firstPanel].
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
-                  int32_t *acc, int64_t firstPanel, int64_t endPanel);
+                  int32_t *acc, int64_t ld, int64_t firstPanel,
+                  int64_t endPanel);
 
 } // namespace tfmc::runtime::packed::avx512
 

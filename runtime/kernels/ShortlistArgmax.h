@@ -1,0 +1,89 @@
+//===- ShortlistArgmax.h - greedy's choice through an int8 shortlist -*- C++ -*-===//
+//
+// Greedy search needs only the best allowed id of each row of logits, not
+// the logits. Over a large vocabulary, reading the float32 output
+// projection every step costs more than the rest of the decoder (65,001 ×
+// 512 floats: 133 MB a step), so the fused projection (tfm.linear_argmax)
+// can first compute every logit cheaply and approximately from an int8
+// copy of the weight (a quarter of the bytes), with a rigorous bound B on
+// how far each approximation A is from the value the float kernels
+// compute, L:
+//
+//   |L - A| <= B = ‖x‖·E_c + ‖x - x̂‖·Q_c + C_c
+//
+// (x̂: the row quantized as the int8 layers quantize it; per output column c,
+// E_c = ‖w_c - ŵ_c‖ + γ‖w_c‖ + ε‖ŵ_c‖, Q_c = (1 + ε)‖ŵ_c‖, C_c = (γ + ε)|b_c|,
+// ŵ_c the int8 codes times their scale, γ = (k + 1)u / (1 - (k + 1)u) the float
+// kernels' rounding over k multiply-adds and a bias, ε = 1e-6 for the rounding
+// of A and B themselves; norms by Cauchy-Schwarz). With M the greatest
+// A - B over the allowed ids of a row, no id whose A + B is below M can be
+// the greatest L; the few that are left (the candidates) are computed
+// again exactly as the float kernels compute them (bias, then one FMA per
+// k in k order, from the weight's own rows) and scanned in id order, so
+// the choice is the one a full scan makes: the same id, and the same value
+// up to the sign of a zero.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_KERNELS_SHORTLISTARGMAX_H
+#define RUNTIME_KERNELS_SHORTLISTARGMAX_H
+
+#include "runtime/kernels/ArgmaxScan.h"
+#include "runtime/kernels/PackedGemm.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfmc::runtime {
+
+/// An output projection's weight ([n, k], row c = output column c, as
+/// float32, IEEE halves or bfloat16) and bias, prepared for
+/// shortlistArgmax(): int8 codes per column with their scales, and the
+/// per-column terms of the bound (rounded up).
+struct ShortlistWeight {
+  int64_t n = 0, k = 0;
+  const void *weight = nullptr;
+  const float *bias = nullptr;
+  packed::PanelFormat format = packed::PanelFormat::F32;
+  /// W[c, :] ≈ scale[c] · codes (packed::packInt8 panels).
+  packed::PackedWeight codes;
+  std::vector<float> scale, error, codeNorm, biasSlack;
+  /// The largest codeNorm, error, biasSlack and |bias|: a row whose bound
+  /// could overflow is refused before it is scanned.
+  float maxCodeNorm = 0, maxError = 0, maxBiasSlack = 0, maxBias = 0;
+};
+
+/// The prepared weight, or null when the weight or bias holds a value that
+/// is not finite (the full scan's rules for NaNs then apply).
+std::unique_ptr<ShortlistWeight> prepareShortlist(const void *weight,
+                                                  packed::PanelFormat format,
+                                                  const float *bias, int64_t n,
+                                                  int64_t k);
+
+/// For each of x's m rows ([m, k]), the state ArgmaxScan reaches scanning
+/// the outputs of panels [firstPanel, endPanel) from a fresh start
+/// (`excluded` with each row's allowEos from `allowEos[r] != 0`) into
+/// scans[r]. False when a row holds a value that is not finite, its
+/// bounds could overflow, or more ids than can be recomputed cheaply stay
+/// candidates: `scans` are then unspecified and the caller scans the full
+/// outputs. Runs on the calling thread.
+bool shortlistArgmax(const ShortlistWeight &w, const float *x, int64_t m,
+                     int64_t firstPanel, int64_t endPanel,
+                     ScanExclusions excluded, const int32_t *allowEos,
+                     ArgmaxScan *scans);
+
+/// When tfm.linear_argmax takes the shortlist: TFMC_GREEDY_SHORTLIST=
+/// auto (default: projections of at least kShortlistMinColumns outputs),
+/// always or never (read once; another value gives one `note:` line on
+/// stderr and auto).
+enum class ShortlistPolicy { Auto, Always, Never };
+ShortlistPolicy shortlistPolicy();
+/// The policy for a TFMC_GREEDY_SHORTLIST value (null: unset); `note` gets
+/// the line for a value that is not understood.
+ShortlistPolicy shortlistPolicyFor(const char *value, std::string &note);
+constexpr int64_t kShortlistMinColumns = 8192;
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_KERNELS_SHORTLISTARGMAX_H

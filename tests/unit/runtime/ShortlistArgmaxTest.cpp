@@ -1,0 +1,323 @@
+//===- ShortlistArgmaxTest.cpp - greedy's int8 shortlist against full scans ===//
+//
+// The shortlist must choose what ArgmaxScan chooses over the packed
+// kernels' full outputs (linearColumns): the same id and value, for every
+// weight format, shape, share of the columns, exclusion and tie, and must
+// refuse what it cannot bound.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/ShortlistArgmax.h"
+#include "frontends/model/BFloat16.h"
+#include "frontends/model/Float16.h"
+#include "runtime/kernels/PackedGemm.h"
+#include "tests/unit/runtime/RandomData.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace tfmc::runtime;
+using packed::PanelFormat;
+using tfmc::testing::normal;
+
+namespace {
+
+/// A weight in one of the formats, as the model holds it ([n, k] row-major)
+/// and packed into the float kernels' panels.
+struct Weight {
+  PanelFormat format;
+  int64_t n, k;
+  std::vector<float> f32;
+  std::vector<uint16_t> bits;
+  packed::PackedWeight panels;
+
+  Weight(const std::vector<float> &w, int64_t n, int64_t k, PanelFormat format)
+      : format(format), n(n), k(k), f32(w) {
+    if (format == PanelFormat::F32) {
+      panels = packed::pack(f32.data(), n, k);
+      return;
+    }
+    bits.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      bits[i] = format == PanelFormat::F16 ? tfmc::floatToHalf(w[i])
+                                           : tfmc::floatToBFloat16(w[i]);
+    panels = format == PanelFormat::F16 ? packed::packHalves(bits.data(), n, k)
+                                        : packed::packBFloat16(bits.data(), n, k);
+  }
+  const void *data() const {
+    return format == PanelFormat::F32 ? static_cast<const void *>(f32.data())
+                                      : bits.data();
+  }
+};
+
+/// What the fused projection's full scan chooses for each row over panels
+/// [first, end): the packed kernels' outputs, then ArgmaxScan.
+std::vector<ArgmaxScan> fullScan(const Weight &w, const float *bias,
+                                 const std::vector<float> &x, int64_t m,
+                                 int64_t first, int64_t end,
+                                 ScanExclusions excluded,
+                                 const std::vector<int32_t> &allowEos) {
+  int64_t width = (end - first) * packed::kPanel;
+  std::vector<float> y(m * width);
+  packed::linearColumns(x.data(), m, w.panels, bias, y.data(), width, first,
+                        end, /*activation=*/0);
+  int64_t c0 = first * packed::kPanel,
+          count = std::min(w.n, end * packed::kPanel) - c0;
+  std::vector<ArgmaxScan> scans(m);
+  for (int64_t r = 0; r < m; ++r) {
+    excluded.allowEos = allowEos[r] != 0;
+    if (count > 0)
+      scans[r].add(y.data() + r * width, c0, count, excluded);
+  }
+  return scans;
+}
+
+/// The shortlist's choices equal the full scan's (value compared as floats:
+/// a zero's sign may differ).
+void expectSameChoices(const Weight &w, const std::vector<float> &bias,
+                       const std::vector<float> &x, int64_t m, int64_t first,
+                       int64_t end, const ScanExclusions &excluded,
+                       const std::vector<int32_t> &allowEos,
+                       const std::string &label) {
+  std::unique_ptr<ShortlistWeight> sw =
+      prepareShortlist(w.data(), w.format, bias.data(), w.n, w.k);
+  ASSERT_NE(sw, nullptr) << label;
+  std::vector<ArgmaxScan> got(m);
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, first, end, excluded,
+                              allowEos.data(), got.data()))
+      << label;
+  std::vector<ArgmaxScan> want =
+      fullScan(w, bias.data(), x, m, first, end, excluded, allowEos);
+  for (int64_t r = 0; r < m; ++r) {
+    EXPECT_EQ(got[r].best, want[r].best) << label << " row " << r;
+    if (want[r].best >= 0)
+      EXPECT_EQ(got[r].value, want[r].value) << label << " row " << r;
+  }
+}
+
+const PanelFormat kFormats[] = {PanelFormat::F32, PanelFormat::F16,
+                                PanelFormat::BF16};
+
+std::string nameOf(PanelFormat f) {
+  return f == PanelFormat::F32 ? "f32" : f == PanelFormat::F16 ? "f16" : "bf16";
+}
+
+TEST(ShortlistArgmax, RandomRowsChooseWhatTheFullScanChooses) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(3);
+  const int32_t never[] = {0, 1, 3};
+  ScanExclusions excluded;
+  excluded.never = never;
+  excluded.neverCount = 3;
+  excluded.eos = 2;
+  struct Shape {
+    int64_t n, k;
+  };
+  for (Shape s : {Shape{1000, 64}, Shape{777, 37}, Shape{4099, 512},
+                  Shape{40, 3}})
+    for (PanelFormat format : kFormats) {
+      std::vector<float> wv = normal(s.n * s.k, rng), bias = normal(s.n, rng);
+      for (float &v : wv)
+        v *= 1.0f / std::sqrt(static_cast<float>(s.k));
+      for (float &v : bias)
+        v *= 0.1f;
+      Weight w(wv, s.n, s.k, format);
+      int64_t panels = packed::panelCount(s.n);
+      for (int64_t m : {1, 3, 8, 17}) {
+        std::vector<float> x = normal(m * s.k, rng);
+        std::vector<int32_t> allowEos(m);
+        for (int64_t r = 0; r < m; ++r)
+          allowEos[r] = r % 2;
+        std::string label = nameOf(format) + " n " + std::to_string(s.n) +
+                            " k " + std::to_string(s.k) + " m " +
+                            std::to_string(m);
+        expectSameChoices(w, bias, x, m, 0, panels, excluded, allowEos, label);
+        // A StepTeam member's or kernel thread's share of the columns.
+        for (auto [t, of] : {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 3}}) {
+          auto [first, end] = packed::panelShare(panels, t, of);
+          expectSameChoices(w, bias, x, m, first, end, excluded, allowEos,
+                            label + " share " + std::to_string(t) + "/" +
+                                std::to_string(of));
+        }
+      }
+    }
+}
+
+/// Columns that tie exactly or differ in the last bits of one weight, and
+/// the columns the row favours most among them: every one of them stays a
+/// candidate, and the lowest id of the greatest value wins, as in a scan.
+TEST(ShortlistArgmax, NearTiesAndExactTiesKeepTheScansChoice) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(5);
+  const int64_t n = 3000, k = 256, m = 6;
+  std::vector<float> base = normal(k, rng);
+  std::vector<float> x(m * k);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < k; ++i)
+      x[r * k + i] = base[i] * (1.0f + 0.01f * static_cast<float>(r));
+  for (PanelFormat format : kFormats) {
+    std::vector<float> wv = normal(n * k, rng), bias(n, 0.0f);
+    for (float &v : wv)
+      v *= 0.02f;
+    // 400 columns along the rows' direction, equal or a few ulps apart.
+    std::uniform_int_distribution<int64_t> column(0, n - 1), step(0, k - 1);
+    for (int c = 0; c < 400; ++c) {
+      int64_t id = column(rng);
+      for (int64_t i = 0; i < k; ++i)
+        wv[id * k + i] = base[i] / 16.0f;
+      if (c % 3 != 0) {
+        float &v = wv[id * k + step(rng)];
+        for (int ulps = c % 5; ulps > 0; --ulps)
+          v = std::nextafter(v, c % 2 ? 1.0f : -1.0f);
+      }
+    }
+    Weight w(wv, n, k, format);
+    std::vector<int32_t> allowEos(m, 1);
+    for (bool withBias : {false, true}) {
+      if (withBias)
+        for (int64_t c = 0; c < n; ++c)
+          bias[c] = c % 7 == 0 ? 1e-6f : 0.0f;
+      expectSameChoices(w, bias, x, m, 0, packed::panelCount(n),
+                        ScanExclusions(), allowEos,
+                        nameOf(format) + (withBias ? " bias" : ""));
+    }
+  }
+}
+
+/// Rows of exact zeros (all of them or most, as after a ReLU), weight
+/// columns of zeros (scale 0) and values spanning many orders of magnitude.
+TEST(ShortlistArgmax, ZerosAndScalesChooseWhatTheFullScanChooses) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  const int64_t n = 2000, k = 96, m = 9;
+  for (PanelFormat format : kFormats) {
+    std::vector<float> wv = normal(n * k, rng), bias = normal(n, rng);
+    for (int64_t c = 0; c < n; c += 13)
+      std::fill(wv.begin() + c * k, wv.begin() + (c + 1) * k, 0.0f);
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t i = 0; i < k; ++i)
+        wv[c * k + i] *= std::ldexp(1.0f, static_cast<int>(c % 9) - 4);
+    Weight w(wv, n, k, format);
+    std::vector<float> x = normal(m * k, rng);
+    for (float &v : x)
+      if (uniform(rng) < 0.8f)
+        v = 0.0f;
+    std::fill(x.begin(), x.begin() + k, 0.0f); // row 0: the biases decide
+    for (int64_t i = 0; i < k; ++i)
+      x[k + i] *= 1e-20f; // row 1: tiny
+    std::vector<int32_t> allowEos(m, 1);
+    expectSameChoices(w, bias, x, m, 0, packed::panelCount(n),
+                      ScanExclusions(), allowEos, nameOf(format));
+  }
+}
+
+/// The ids a scan skips are never chosen, even where they would win, and
+/// a share whose every id is excluded chooses nothing.
+TEST(ShortlistArgmax, ExcludedIdsAreNeverChosen) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(11);
+  const int64_t n = 600, k = 32, m = 4;
+  std::vector<float> x = normal(m * k, rng), wv = normal(n * k, rng),
+                     bias(n, 0.0f);
+  // Columns 5 (never) and 7 (eos) win every row by far.
+  for (int64_t c : {5, 7})
+    for (int64_t i = 0; i < k; ++i)
+      wv[c * k + i] = 0.0f;
+  bias[5] = bias[7] = 1e6f;
+  std::vector<int32_t> never;
+  for (int32_t id = 0; id < 16; ++id)
+    if (id != 7)
+      never.push_back(id);
+  ScanExclusions excluded;
+  excluded.never = never.data();
+  excluded.neverCount = static_cast<int64_t>(never.size());
+  excluded.eos = 7;
+  std::vector<int32_t> allowEos = {0, 1, 0, 1};
+  Weight w(wv, n, k, PanelFormat::F32);
+  expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), excluded,
+                    allowEos, "all columns");
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  ASSERT_NE(sw, nullptr);
+  std::vector<ArgmaxScan> got(m);
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, packed::panelCount(n),
+                              excluded, allowEos.data(), got.data()));
+  for (int64_t r = 0; r < m; ++r) {
+    if (allowEos[r])
+      EXPECT_EQ(got[r].best, 7) << r;
+    else
+      EXPECT_GE(got[r].best, 16) << r;
+  }
+  // Panel 0 alone: only eos, and only where it is allowed.
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, 1, excluded,
+                              allowEos.data(), got.data()));
+  for (int64_t r = 0; r < m; ++r)
+    EXPECT_EQ(got[r].best, allowEos[r] ? 7 : -1) << r;
+}
+
+/// What the bound cannot cover is refused, so the caller scans in full:
+/// weights or biases that are not finite, rows that are not, rows whose
+/// bounds could overflow, and rows that keep too many candidates.
+TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(13);
+  const int64_t n = 300, k = 16, m = 2;
+  std::vector<float> wv = normal(n * k, rng), bias = normal(n, rng);
+  std::vector<int32_t> allowEos(m, 1);
+  {
+    std::vector<float> bad = wv;
+    bad[17] = NAN;
+    Weight w(bad, n, k, PanelFormat::F32);
+    EXPECT_EQ(prepareShortlist(w.data(), w.format, bias.data(), n, k), nullptr);
+    std::vector<float> badBias = bias;
+    badBias[3] = INFINITY;
+    Weight ok(wv, n, k, PanelFormat::F32);
+    EXPECT_EQ(prepareShortlist(ok.data(), ok.format, badBias.data(), n, k),
+              nullptr);
+  }
+  Weight w(wv, n, k, PanelFormat::F32);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  ASSERT_NE(sw, nullptr);
+  std::vector<ArgmaxScan> got(m);
+  for (float bad : {NAN, INFINITY, 3e38f}) {
+    std::vector<float> x = normal(m * k, rng);
+    x[k + 5] = bad;
+    EXPECT_FALSE(shortlistArgmax(*sw, x.data(), m, 0, packed::panelCount(n),
+                                 ScanExclusions(), allowEos.data(),
+                                 got.data()))
+        << bad;
+  }
+  // Every column the same: all of them stay candidates.
+  const int64_t wide = 5000;
+  std::vector<float> same(wide * k), column = normal(k, rng), zero(wide, 0.0f);
+  for (int64_t c = 0; c < wide; ++c)
+    std::copy(column.begin(), column.end(), same.begin() + c * k);
+  Weight flat(same, wide, k, PanelFormat::F32);
+  auto swFlat = prepareShortlist(flat.data(), flat.format, zero.data(), wide, k);
+  ASSERT_NE(swFlat, nullptr);
+  std::vector<float> x = normal(m * k, rng);
+  EXPECT_FALSE(shortlistArgmax(*swFlat, x.data(), m, 0,
+                               packed::panelCount(wide), ScanExclusions(),
+                               allowEos.data(), got.data()));
+}
+
+TEST(ShortlistArgmax, PolicyFromTheEnvironment) {
+  std::string note;
+  EXPECT_EQ(shortlistPolicyFor(nullptr, note), ShortlistPolicy::Auto);
+  EXPECT_EQ(shortlistPolicyFor("auto", note), ShortlistPolicy::Auto);
+  EXPECT_EQ(shortlistPolicyFor("always", note), ShortlistPolicy::Always);
+  EXPECT_EQ(shortlistPolicyFor("never", note), ShortlistPolicy::Never);
+  EXPECT_TRUE(note.empty());
+  EXPECT_EQ(shortlistPolicyFor("sometimes", note), ShortlistPolicy::Auto);
+  EXPECT_NE(note.find("TFMC_GREEDY_SHORTLIST=sometimes"), std::string::npos);
+}
+
+} // namespace
