@@ -111,9 +111,9 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
 }
 
 /// The prepared weight when greedy's projection takes the int8 shortlist
-/// (ShortlistArgmax.h) for m rows: the packed kernels' rows, a projection of
-/// at least kShortlistMinColumns outputs (TFMC_GREEDY_SHORTLIST=always: any),
-/// a weight without NaNs or infinities; null: the full scan.
+/// (ShortlistArgmax.h) for m rows: the packed kernels' rows, a projection
+/// where it pays (shortlistPays; TFMC_GREEDY_SHORTLIST=always: any), a
+/// weight without NaNs or infinities; null: the full scan.
 template <typename Weight>
 const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
                                     const MemRefDescriptor<1> &b, bool brain,
@@ -122,7 +122,8 @@ const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
   int64_t n = w.sizes[0], k = w.sizes[1];
   ShortlistPolicy policy = shortlistPolicy();
   if (policy == ShortlistPolicy::Never || !OneDnn::usePacked(m) ||
-      (policy == ShortlistPolicy::Auto && n < kShortlistMinColumns))
+      (policy == ShortlistPolicy::Auto &&
+       !shortlistPays(m, n, n * k * static_cast<int64_t>(sizeof(*w.aligned)))))
     return nullptr;
   return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k,
                        !half   ? OneDnn::PanelType::F32

@@ -309,6 +309,16 @@ TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
                                allowEos.data(), got.data()));
 }
 
+TEST(ShortlistArgmax, AutoTakesItWhereTheWeightsBytesDominate) {
+  const int64_t mib = int64_t(1) << 20;
+  EXPECT_TRUE(shortlistPays(16, 65001, 65001 * 512 * 4));
+  EXPECT_TRUE(shortlistPays(64, 65001, 65001 * 512 * 2));
+  EXPECT_TRUE(shortlistPays(1, 8000, 8000 * 512 * 4));
+  EXPECT_FALSE(shortlistPays(16, 8000, 8000 * 512 * 4));
+  EXPECT_FALSE(shortlistPays(1, 4000, 4000 * 256 * 2));
+  EXPECT_FALSE(shortlistPays(4, 8000, 8 * mib - 1));
+}
+
 TEST(ShortlistArgmax, PolicyFromTheEnvironment) {
   std::string note;
   EXPECT_EQ(shortlistPolicyFor(nullptr, note), ShortlistPolicy::Auto);
