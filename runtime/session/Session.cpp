@@ -145,7 +145,27 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     for (Frames *f : initial)
       session->releaseFrames(*f);
   }
+  if (options.prepareKernels && options.useLibraryKernels &&
+      options.translation && !options.profile && !m.desc.arch.encoderOnly())
+    session->prepareKernels();
   return std::move(session);
+}
+
+void Session::prepareKernels() {
+  TokenRows one = {{specialIds().unk}};
+  SearchOptions options;
+  options.maxLength = 1;
+  // Best effort: where a step fails here, the first batch packs instead and
+  // reports the failure itself.
+  if (auto out = translate(one, options); !out)
+    llvm::consumeError(out.takeError());
+  if (compiledModel->function("decode_beam")) {
+    options.beamSize = 2;
+    if (auto out = translateBeam(one, options); !out)
+      llvm::consumeError(out.takeError());
+  }
+  encodeTime = decodeTime = stepTime = 0;
+  rowSteps = 0;
 }
 
 Session::Frames &Session::acquireFrames() {
