@@ -984,6 +984,29 @@ std::vector<bool> kernelPaths() {
   return {false};
 }
 
+/// The warm-up translation open() runs (SessionOptions::prepareKernels)
+/// leaves no times or rows behind: the first batch's figures are its own.
+TEST(SessionOpen, WarmUpLeavesNoTimesOrRows) {
+  for (bool library : kernelPaths()) {
+    SessionOptions options;
+    options.useLibraryKernels = library;
+    auto opened =
+        Session::open(fixturePath("pre-relu-scale", "model.json"), options);
+    ASSERT_TRUE(static_cast<bool>(opened)) << llvm::toString(opened.takeError());
+    Session &s = **opened;
+    EXPECT_EQ(s.encodeSeconds(), 0.0);
+    EXPECT_EQ(s.decodeSeconds(), 0.0);
+    EXPECT_EQ(s.stepSeconds(), 0.0);
+    EXPECT_EQ(s.decodedRows(), 0);
+    SearchOptions search;
+    search.maxLength = 3;
+    search.minLength = 3;
+    auto out = s.translate({{4, 5, 6}}, search);
+    ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    EXPECT_EQ(s.decodedRows(), 3);
+  }
+}
+
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   std::string n = std::get<0>(info.param);
   std::replace(n.begin(), n.end(), '-', '_');
