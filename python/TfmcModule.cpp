@@ -17,17 +17,22 @@ namespace py = pybind11;
 
 namespace {
 
-tfmc::TranslateOptions makeOptions(int64_t beamSize, int64_t nBest,
-                                   double lengthPenalty, int64_t maxLength,
-                                   int64_t minLength, double maxLengthFactor,
+/// The options of a translate call: `defaults` (the model file's decoding
+/// defaults) where beam_size / length_penalty are None.
+tfmc::TranslateOptions makeOptions(const tfmc::TranslateOptions &defaults,
+                                   std::optional<int64_t> beamSize,
+                                   int64_t nBest,
+                                   std::optional<double> lengthPenalty,
+                                   int64_t maxLength, int64_t minLength,
+                                   double maxLengthFactor,
                                    int64_t maxLengthOffset,
                                    int64_t noRepeatNgramSize,
                                    double repetitionPenalty,
                                    int64_t batchSize, bool replaceUnknown) {
-  tfmc::TranslateOptions o;
-  o.beamSize = beamSize;
+  tfmc::TranslateOptions o = defaults;
+  o.beamSize = beamSize.value_or(defaults.beamSize);
   o.nBest = nBest;
-  o.lengthPenalty = lengthPenalty;
+  o.lengthPenalty = lengthPenalty.value_or(defaults.lengthPenalty);
   o.maxLength = maxLength;
   o.minLength = minLength;
   o.maxLengthFactor = maxLengthFactor;
@@ -143,8 +148,8 @@ std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
 } // namespace
 
 #define TFMC_TRANSLATE_ARGS                                                    \
-  py::arg("beam_size") = 1, py::arg("n_best") = 1,                             \
-  py::arg("length_penalty") = 1.0, py::arg("max_length") = 256,                \
+  py::arg("beam_size") = py::none(), py::arg("n_best") = 1,                   \
+  py::arg("length_penalty") = py::none(), py::arg("max_length") = 256,         \
   py::arg("min_length") = 0, py::arg("max_length_factor") = 3.0,               \
   py::arg("max_length_offset") = 10, py::arg("no_repeat_ngram_size") = 0,      \
   py::arg("repetition_penalty") = 1.0, py::arg("batch_size") = 32,             \
@@ -168,13 +173,15 @@ PYBIND11_MODULE(_tfmc, m) {
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,
-             int64_t beamSize, int64_t nBest, double lengthPenalty,
+             std::optional<int64_t> beamSize, int64_t nBest,
+             std::optional<double> lengthPenalty,
              int64_t maxLength, int64_t minLength, double maxLengthFactor,
              int64_t maxLengthOffset, int64_t noRepeatNgramSize,
              double repetitionPenalty, int64_t batchSize, bool returnScores,
              const std::string &errors, const std::string &splitSentences) {
             tfmc::TranslateOptions o = makeOptions(
-                beamSize, nBest, lengthPenalty, maxLength, minLength,
+                self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
+                maxLength, minLength,
                 maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
                 repetitionPenalty, batchSize, false);
             if (splitSentences != "on" && splitSentences != "off" &&
@@ -212,13 +219,15 @@ PYBIND11_MODULE(_tfmc, m) {
           "translate_ids",
           [](PyTranslator &self,
              const std::vector<std::vector<int32_t>> &sources,
-             int64_t beamSize, int64_t nBest, double lengthPenalty,
+             std::optional<int64_t> beamSize, int64_t nBest,
+             std::optional<double> lengthPenalty,
              int64_t maxLength, int64_t minLength, double maxLengthFactor,
              int64_t maxLengthOffset, int64_t noRepeatNgramSize,
              double repetitionPenalty, int64_t batchSize, bool returnScores,
              const std::string &errors) {
             tfmc::TranslateOptions o = makeOptions(
-                beamSize, nBest, lengthPenalty, maxLength, minLength,
+                self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
+                maxLength, minLength,
                 maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
                 repetitionPenalty, batchSize, false);
             auto out = self.run(

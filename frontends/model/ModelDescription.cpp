@@ -362,6 +362,30 @@ void readSide(DescriptionReader &r, const json::Object &obj, StringRef p,
   side.spmModelPath = resolvePath(dir, r.path(obj, p, "model"));
 }
 
+/// "decoding": beam_size (1 to kMaxDecodingBeamSize) and length_penalty
+/// (a finite number >= 0), each optional.
+void readDecoding(DescriptionReader &r, const json::Object &obj,
+                  ModelDescription::Decoding &decoding) {
+  r.checkKeys(obj, "decoding", {"beam_size", "length_penalty"});
+  if (obj.get("beam_size")) {
+    int64_t beam = r.integer(obj, "decoding", "beam_size", 1);
+    if (beam > kMaxDecodingBeamSize)
+      r.failField("decoding.beam_size",
+                  "expected at most " + std::to_string(kMaxDecodingBeamSize) +
+                      ", got " + std::to_string(beam));
+    else if (beam >= 1)
+      decoding.beamSize = beam;
+  }
+  if (const json::Value *v = obj.get("length_penalty")) {
+    std::optional<double> d = v->getAsNumber();
+    if (d && std::isfinite(*d) && *d >= 0)
+      decoding.lengthPenalty = *d;
+    else
+      r.failField("decoding.length_penalty",
+                  "expected a number >= 0, got " + describe(*v));
+  }
+}
+
 void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
                        SpecialTokens &special) {
   StringRef p = "special_tokens";
@@ -500,7 +524,8 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   }
   r.checkKeys(*top, "",
               {"format", "version", "architecture", "source", "target",
-               "special_tokens", "weights", "compute_type", "sentence_level"});
+               "special_tokens", "weights", "compute_type", "sentence_level",
+               "decoding"});
   if (const json::Value *format = r.field(*top, "", "format")) {
     std::optional<StringRef> s = format->getAsString();
     if (!s || *s != "tfm-model")
@@ -530,6 +555,9 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   std::string weights = r.path(*top, "", "weights");
   if (top->get("sentence_level"))
     desc.sentenceLevel = r.boolean(*top, "", "sentence_level");
+  if (top->get("decoding"))
+    if (const json::Object *o = r.object(*top, "", "decoding"))
+      readDecoding(r, *o, desc.decoding);
   if (top->get("compute_type"))
     desc.computeType = parseComputeType(
         r.choice(*top, "", "compute_type", {"float32", "float16", "bfloat16", "int8"}));

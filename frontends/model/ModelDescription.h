@@ -99,7 +99,17 @@ struct ModelDescription {
   /// The optional "sentence_level" field: the model was trained on single
   /// sentences, so `--split-sentences auto` splits its input lines.
   bool sentenceLevel = false;
+  /// The optional "decoding" object: the search a translation uses where
+  /// its caller does not choose one (`tfmc translate` and serve without
+  /// --beam-size / --length-penalty, the APIs' default options).
+  struct Decoding {
+    std::optional<int64_t> beamSize;
+    std::optional<double> lengthPenalty;
+  } decoding;
 };
+
+/// The largest "decoding.beam_size" (tfmc::kMaxBeamSize of the public API).
+constexpr int64_t kMaxDecodingBeamSize = 256;
 
 /// Parses and validates a model.json file (strict: unknown or missing fields,
 /// wrong types, out-of-range values are errors naming the field and file).

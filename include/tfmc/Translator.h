@@ -150,16 +150,27 @@ public:
   load(const std::string &modelPath, const LoadOptions &options = {});
   ~Translator();
 
+  /// TranslateOptions{} with the model file's "decoding" defaults (beam
+  /// size, length penalty; docs/model-format.md): what a translation
+  /// without options uses, and what `tfmc translate` and `tfmc serve`
+  /// start from.
+  TranslateOptions defaultOptions() const;
+
   /// Translates sentences (text through the model's tokenizers). A bad
   /// sentence (invalid UTF-8...) gets its error and no hypotheses; the
   /// others are translated. Fails only for errors of the whole batch.
+  /// Without options: defaultOptions().
   Result<std::vector<Translation>>
   translate(const std::vector<std::string> &sentences,
-            const TranslateOptions &options = {});
+            const TranslateOptions &options);
+  Result<std::vector<Translation>>
+  translate(const std::vector<std::string> &sentences);
   /// The same for token-id sources (eos is appended here).
   Result<std::vector<Translation>>
   translateIds(const std::vector<std::vector<int32_t>> &sources,
-               const TranslateOptions &options = {});
+               const TranslateOptions &options);
+  Result<std::vector<Translation>>
+  translateIds(const std::vector<std::vector<int32_t>> &sources);
   /// Encoder states of token-id sources (encoder-only models too).
   Result<EncoderStates> encode(const std::vector<std::vector<int32_t>> &sources);
 

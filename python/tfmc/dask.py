@@ -79,7 +79,8 @@ def main(argv=None):
     p.add_argument("--retries", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="compute threads per worker")
     p.add_argument("--cache-dir", default="")
-    p.add_argument("--beam-size", type=int, default=1)
+    p.add_argument("--beam-size", type=int, default=None,
+                   help="default: the model file's decoding.beam_size, else 1")
     p.add_argument("--max-length", type=int, default=256)
     p.add_argument("--max-length-factor", type=float, default=3.0)
     p.add_argument("--max-length-offset", type=int, default=10)

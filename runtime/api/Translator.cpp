@@ -227,6 +227,26 @@ bool Translator::encoderOnly() const {
   return state->session->model().desc.arch.encoderOnly();
 }
 
+TranslateOptions Translator::defaultOptions() const {
+  TranslateOptions o;
+  const auto &decoding = state->session->model().desc.decoding;
+  if (decoding.beamSize)
+    o.beamSize = *decoding.beamSize;
+  if (decoding.lengthPenalty)
+    o.lengthPenalty = *decoding.lengthPenalty;
+  return o;
+}
+
+Result<std::vector<Translation>>
+Translator::translate(const std::vector<std::string> &sentences) {
+  return translate(sentences, defaultOptions());
+}
+
+Result<std::vector<Translation>>
+Translator::translateIds(const std::vector<std::vector<int32_t>> &sources) {
+  return translateIds(sources, defaultOptions());
+}
+
 Result<Profile> Translator::profile() const {
   if (!state->profiler)
     return Result<Profile>::failure(

@@ -341,6 +341,8 @@ int serve(Translator &translator, const ServerOptions &options,
                             std::to_string(options.maxSentencesPerRequest) +
                             ")");
     auto job = std::make_shared<Job>();
+    // Fields the request leaves out keep the model file's defaults.
+    job->options = translator.defaultOptions();
     for (const json &t : text) {
       if (!t.is_string())
         return replyError(res, 400, "field 'text': expected a list of strings");

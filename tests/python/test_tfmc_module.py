@@ -6,6 +6,7 @@ Translations must equal the CLI's / the PyTorch reference's committed
 outputs; encoder states the committed reference states.
 """
 
+import json
 import os
 import tempfile
 import threading
@@ -131,3 +132,29 @@ def test_compute_types_keep_the_translations():
         out = t.translate(sentences, max_length=128)
         same = sum(a == b for a, b in zip(out, expected))
         assert same >= needed * len(expected), (compute_type, same, len(expected))
+
+
+def test_decoding_defaults_from_the_model_file(zh_en, tmp_path):
+    # A copy of the bundled model.json (absolute paths) with a "decoding"
+    # object: calls without beam_size / length_penalty use it, either one
+    # given overrides it.
+    with open(ZH_EN, encoding="utf-8") as f:
+        desc = json.load(f)
+    base = os.path.dirname(ZH_EN)
+    for side in ("source", "target"):
+        for key in ("vocab", "model"):
+            desc[side][key] = os.path.join(base, desc[side][key])
+    desc["weights"] = os.path.join(base, desc["weights"])
+    desc["decoding"] = {"beam_size": 3, "length_penalty": 0.5}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(desc, ensure_ascii=False), encoding="utf-8")
+    t = tfmc.Translator(str(path), cache_dir=os.environ.get("TFMC_CACHE_DIR", ""))
+    sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
+    beam = zh_en.translate(sentences, beam_size=3, length_penalty=0.5, return_scores=True)
+    assert t.translate(sentences, return_scores=True) == beam
+    assert t.translate(sentences, beam_size=1) == zh_en.translate(sentences)
+    greedy_scores = zh_en.translate(sentences, length_penalty=0.5, return_scores=True)
+    assert t.translate(sentences, beam_size=1, return_scores=True) == greedy_scores
+    assert (t.translate(sentences, length_penalty=2.0, return_scores=True)
+            == zh_en.translate(sentences, beam_size=3, length_penalty=2.0, return_scores=True))
+    assert beam != zh_en.translate(sentences, beam_size=3, length_penalty=2.0, return_scores=True)

@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -28,8 +29,8 @@ MODEL = os.path.join(ROOT, "examples", "zh-en", "model.json")
 SENTENCES = os.path.join(ROOT, "tests", "lit", "tfmc", "Inputs", "zh-en", "sentences.zh")
 
 
-def start(tfmc, *extra):
-    proc = subprocess.Popen([tfmc, "serve", MODEL, "--port", "0", *extra],
+def start(tfmc, *extra, model=MODEL):
+    proc = subprocess.Popen([tfmc, "serve", model, "--port", "0", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -135,6 +136,33 @@ def main():
     status, body = post(port, {"text": ["谢谢。", "", "我们明天去公园吧。"], "beam_size": 2, "n_best": 2})
     assert status == 200 and len(body["translations"]) == 3 and body["translations"][1] == [], body
     assert stop(proc) == 0
+
+    # A model file with "decoding" defaults: requests without beam_size /
+    # length_penalty are decoded as the file says, either field overrides.
+    with open(MODEL, encoding="utf-8") as f:
+        desc = json.load(f)
+    base = os.path.dirname(MODEL)
+    for side in ("source", "target"):
+        for key in ("vocab", "model"):
+            desc[side][key] = os.path.join(base, desc[side][key])
+    desc["weights"] = os.path.join(base, desc["weights"])
+    desc["decoding"] = {"beam_size": 3, "length_penalty": 0.5}
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "model.json")
+        with open(model, "w", encoding="utf-8") as f:
+            json.dump(desc, f, ensure_ascii=False)
+        beam = subprocess.run([args.tfmc, "translate", MODEL, "--beam-size", "3", "--length-penalty",
+                               "0.5", "--n-best", "2", "-i", SENTENCES],
+                              capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+        proc, port = start(args.tfmc, model=model)
+        status, body = post(port, {"text": sentences, "n_best": 2})
+        assert status == 200, body
+        got = [f"{i} ||| {h['text']} ||| {h['score']:.6f}"
+               for i, hyps in enumerate(body["translations"]) for h in hyps]
+        assert got == beam, (got[:3], beam[:3])
+        status, body = post(port, {"text": sentences, "beam_size": 1, "length_penalty": 1.0})
+        assert status == 200 and body["translations"] == cli, body
+        assert stop(proc) == 0
 
     # A queue that holds nothing answers 503.
     proc, port = start(args.tfmc, "--max-queue", "0")

@@ -87,10 +87,15 @@ public:
             cl::desc("Divide positive logits of already generated tokens by "
                      "P, multiply negative ones (1: off)"),
             cl::value_desc("P"), cl::init(1.0), cl::sub(sub), cl::cat(cat)),
-        beamSize("beam-size", cl::desc("Beam width (1 = greedy)"), cl::init(1),
+        beamSize("beam-size",
+                 cl::desc("Beam width (1 = greedy); default: the model "
+                          "file's decoding.beam_size, else 1"),
+                 cl::init(1),
                  cl::sub(sub), cl::cat(cat)),
         lengthPenalty(
-            "length-penalty", cl::desc("Beam scores are divided by length^A"),
+            "length-penalty",
+            cl::desc("Beam scores are divided by length^A; default: the "
+                     "model file's decoding.length_penalty, else 1"),
             cl::value_desc("A"), cl::init(1.0), cl::sub(sub), cl::cat(cat)),
         nBest("n-best",
               cl::desc("Write the N best hypotheses per input as "
@@ -178,8 +183,11 @@ public:
     if (beamSize < 1 || beamSize > kMaxBeamSize)
       return fail("--beam-size must be between 1 and " +
                   std::to_string(kMaxBeamSize));
+    // Without --beam-size, the model file's default beam (checked against
+    // --n-best once the model is loaded).
     if ((nBest.getNumOccurrences() && nBest < 1) || nBest < 0 ||
-        nBest > beamSize)
+        (beamSize.getNumOccurrences() && nBest > beamSize) ||
+        nBest > kMaxBeamSize)
       return fail("--n-best must be between 1 and --beam-size");
     if (!(lengthPenalty >= 0.0) || !std::isfinite(lengthPenalty))
       return fail("--length-penalty must be a finite number, not negative");
@@ -271,7 +279,16 @@ public:
     auto os = openOutput(output);
     if (!os)
       return fail(os.takeError());
-    tfmc::TranslateOptions publicOptions;
+    // The model file's decoding defaults, then what the command line sets.
+    tfmc::TranslateOptions publicOptions = (*translator)->defaultOptions();
+    if (beamSize.getNumOccurrences())
+      publicOptions.beamSize = beamSize;
+    if (lengthPenalty.getNumOccurrences())
+      publicOptions.lengthPenalty = lengthPenalty;
+    if (nBest > publicOptions.beamSize)
+      return fail("--n-best must be between 1 and --beam-size (the model's "
+                  "default beam size is " +
+                  std::to_string(publicOptions.beamSize) + ")");
     publicOptions.replaceUnknown = replaceUnk;
     publicOptions.batchSize = batchSize;
     publicOptions.batchTokens = batchTokens;
@@ -283,8 +300,6 @@ public:
     publicOptions.maxLengthOffset = maxLengthOffset;
     publicOptions.noRepeatNgramSize = noRepeatNgramSize;
     publicOptions.repetitionPenalty = repetitionPenalty;
-    publicOptions.beamSize = beamSize;
-    publicOptions.lengthPenalty = lengthPenalty;
     publicOptions.nBest = nBest > 0 ? int64_t(nBest) : 1;
     publicOptions.splitSentences = splitSentences;
     runtime::TranslateOptions options = api::toRuntimeOptions(publicOptions);

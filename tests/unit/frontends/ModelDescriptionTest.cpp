@@ -342,6 +342,46 @@ TEST(ModelDescriptionTest, SentenceLevel) {
             "got \"yes\"");
 }
 
+TEST(ModelDescriptionTest, DecodingDefaults) {
+  Expected<ModelDescription> plain = parseEdited();
+  ASSERT_TRUE(bool(plain));
+  EXPECT_FALSE(plain->decoding.beamSize);
+  EXPECT_FALSE(plain->decoding.lengthPenalty);
+  Expected<ModelDescription> both = parseEdited([](json::Object &o) {
+    o["decoding"] = json::Object{{"beam_size", 4}, {"length_penalty", 0.6}};
+  });
+  ASSERT_TRUE(bool(both)) << toString(both.takeError());
+  EXPECT_EQ(both->decoding.beamSize, 4);
+  EXPECT_EQ(both->decoding.lengthPenalty, 0.6);
+  Expected<ModelDescription> one = parseEdited([](json::Object &o) {
+    o["decoding"] = json::Object{{"length_penalty", 0}};
+  });
+  ASSERT_TRUE(bool(one)) << toString(one.takeError());
+  EXPECT_FALSE(one->decoding.beamSize);
+  EXPECT_EQ(one->decoding.lengthPenalty, 0.0);
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              o["decoding"] = json::Object{{"beam_size", 0}};
+            }),
+            "m/model.json: field 'decoding.beam_size': expected a positive "
+            "integer, got 0");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              o["decoding"] = json::Object{{"beam_size", 257}};
+            }),
+            "m/model.json: field 'decoding.beam_size': expected at most 256, "
+            "got 257");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              o["decoding"] = json::Object{{"length_penalty", -1}};
+            }),
+            "m/model.json: field 'decoding.length_penalty': expected a number "
+            ">= 0, got -1");
+  EXPECT_EQ(errorOf([](json::Object &o) {
+              o["decoding"] = json::Object{{"beam", 4}};
+            }),
+            "m/model.json: unknown field 'decoding.beam'");
+  EXPECT_EQ(errorOf([](json::Object &o) { o["decoding"] = 4; }),
+            "m/model.json: field 'decoding': expected an object, got 4");
+}
+
 TEST(ModelDescriptionTest, ConvertedModelFieldErrors) {
   EXPECT_EQ(errorOf([](json::Object &o) {
               sub(o, "special_tokens").erase("bos");
