@@ -286,6 +286,14 @@ def export(args, model, sp_src, sp_tgt):
         # Trained on single sentences: --split-sentences auto splits lines.
         "sentence_level": True,
     }
+    # The decoding chosen on dev: what tfmc translate does without flags.
+    decoding = {}
+    if args.default_beam:
+        decoding["beam_size"] = args.default_beam
+    if args.default_length_penalty is not None:
+        decoding["length_penalty"] = args.default_length_penalty
+    if decoding:
+        desc["decoding"] = decoding
     with open(os.path.join(out, "model.json"), "w") as f:
         json.dump(desc, f, indent=2)
         f.write("\n")
@@ -342,6 +350,11 @@ def main():
     p.add_argument("--keep", type=int, default=8, help="checkpoints kept")
     p.add_argument("--export-only", action="store_true")
     p.add_argument("--no-dev", action="store_true", help="with --export-only: skip the dev BLEU")
+    p.add_argument("--default-beam", type=int, default=0,
+                   help="write \"decoding\": {\"beam_size\": K} into the exported model.json "
+                        "(tfmc's default search for it; 0: none, greedy)")
+    p.add_argument("--default-length-penalty", type=float, default=None,
+                   help="... and its length_penalty")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
