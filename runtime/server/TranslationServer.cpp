@@ -8,24 +8,20 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/server/TranslationServer.h"
+#include "runtime/server/StopSignals.h"
 #include "runtime/decoding/RepetitionGuards.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <csignal>
 #include <deque>
 #include <future>
 #include <mutex>
-#include <fcntl.h>
 #include <thread>
-#include <unistd.h>
 
 using json = nlohmann::json;
 
@@ -203,75 +199,12 @@ std::string readOptions(const json &body, TranslateOptions &o) {
   return "";
 }
 
-/// The write end of the pipe the signal handler writes to (one server at a
-/// time handles the signals).
-std::atomic<int> stopPipeWriter{-1};
-
-extern "C" void onStopSignal(int) {
-  int fd = stopPipeWriter.load();
-  if (fd >= 0) {
-    char byte = 's';
-    [[maybe_unused]] ssize_t n = ::write(fd, &byte, 1);
-  }
-}
-
-/// SIGINT and SIGTERM handlers for the life of a serve() call, and the
-/// pipe they wake the stopping thread through; the previous handlers come
-/// back after.
-class StopSignals {
-public:
-  bool install() {
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-      return false;
-    stopPipeWriter.store(fds[1]);
-    struct sigaction action = {};
-    action.sa_handler = onStopSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    installed = ::sigaction(SIGINT, &action, &previous[0]) == 0 &&
-                ::sigaction(SIGTERM, &action, &previous[1]) == 0;
-    return installed;
-  }
-  /// Blocks until a signal or wake(); true for a signal.
-  bool wait() {
-    char byte = 0;
-    ssize_t n;
-    do
-      n = ::read(fds[0], &byte, 1);
-    while (n < 0 && errno == EINTR);
-    return n == 1 && byte == 's';
-  }
-  void wake() {
-    char byte = 'w';
-    [[maybe_unused]] ssize_t n = ::write(fds[1], &byte, 1);
-  }
-  ~StopSignals() {
-    if (installed) {
-      ::sigaction(SIGINT, &previous[0], nullptr);
-      ::sigaction(SIGTERM, &previous[1], nullptr);
-    }
-    stopPipeWriter.store(-1);
-    for (int fd : fds)
-      if (fd >= 0)
-        ::close(fd);
-  }
-
-private:
-  int fds[2] = {-1, -1};
-  bool installed = false;
-  struct sigaction previous[2] = {};
-};
-
 } // namespace
 
 int serve(Translator &translator, const ServerOptions &options,
           const std::function<void(const std::string &, int)> &listening,
           std::string &error) {
-  // SIGINT/SIGTERM stop the server through a pipe: the handler (whichever
-  // thread the signal lands on: the kernels' OpenMP threads and step teams
-  // may already run, with no signal blocked) writes a byte, a waiting
-  // thread reads it and calls httplib's stop(), which must not be called
-  // from a signal handler.
+  // SIGINT/SIGTERM stop the server (StopSignals.h).
   StopSignals stopSignals;
   if (!stopSignals.install()) {
     error = "cannot install the SIGINT/SIGTERM handlers";
