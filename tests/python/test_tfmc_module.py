@@ -6,8 +6,8 @@ Translations must equal the CLI's / the PyTorch reference's committed
 outputs; encoder states the committed reference states.
 """
 
-import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 
 import tfmc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from with_decoding import write_with_decoding  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZH_EN = os.path.join(ROOT, "examples", "zh-en", "model.json")
@@ -138,16 +141,8 @@ def test_decoding_defaults_from_the_model_file(zh_en, tmp_path):
     # A copy of the bundled model.json (absolute paths) with a "decoding"
     # object: calls without beam_size / length_penalty use it, either one
     # given overrides it.
-    with open(ZH_EN, encoding="utf-8") as f:
-        desc = json.load(f)
-    base = os.path.dirname(ZH_EN)
-    for side in ("source", "target"):
-        for key in ("vocab", "model"):
-            desc[side][key] = os.path.join(base, desc[side][key])
-    desc["weights"] = os.path.join(base, desc["weights"])
-    desc["decoding"] = {"beam_size": 3, "length_penalty": 0.5}
     path = tmp_path / "model.json"
-    path.write_text(json.dumps(desc, ensure_ascii=False), encoding="utf-8")
+    write_with_decoding(ZH_EN, str(path), {"beam_size": 3, "length_penalty": 0.5})
     t = tfmc.Translator(str(path), cache_dir=os.environ.get("TFMC_CACHE_DIR", ""))
     sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
     beam = zh_en.translate(sentences, beam_size=3, length_penalty=0.5, return_scores=True)

@@ -25,6 +25,8 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from with_decoding import write_with_decoding  # noqa: E402
 MODEL = os.path.join(ROOT, "examples", "zh-en", "model.json")
 SENTENCES = os.path.join(ROOT, "tests", "lit", "tfmc", "Inputs", "zh-en", "sentences.zh")
 
@@ -139,18 +141,9 @@ def main():
 
     # A model file with "decoding" defaults: requests without beam_size /
     # length_penalty are decoded as the file says, either field overrides.
-    with open(MODEL, encoding="utf-8") as f:
-        desc = json.load(f)
-    base = os.path.dirname(MODEL)
-    for side in ("source", "target"):
-        for key in ("vocab", "model"):
-            desc[side][key] = os.path.join(base, desc[side][key])
-    desc["weights"] = os.path.join(base, desc["weights"])
-    desc["decoding"] = {"beam_size": 3, "length_penalty": 0.5}
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "model.json")
-        with open(model, "w", encoding="utf-8") as f:
-            json.dump(desc, f, ensure_ascii=False)
+        write_with_decoding(MODEL, model, {"beam_size": 3, "length_penalty": 0.5})
         beam = subprocess.run([args.tfmc, "translate", MODEL, "--beam-size", "3", "--length-penalty",
                                "0.5", "--n-best", "2", "-i", SENTENCES],
                               capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
