@@ -144,6 +144,8 @@ private:
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
     options.teacherForcing = false;
+    // Nothing is translated here: no warm-up.
+    options.prepareKernels = false;
     if (!computeType.apply(options))
       return 1;
     options.cacheDir = dir;
