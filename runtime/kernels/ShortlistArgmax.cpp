@@ -113,6 +113,11 @@ TFMC_AVX2 float quantizeRow(const float *w, int64_t k, int8_t *codes,
   for (; i < k; ++i)
     amax = std::max(amax, std::fabs(w[i]));
   float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+  // A column too small for 127 / max|w| to be a float (max|w| below about
+  // 3.7e-37) gets no codes: all of it is residual, which the bound covers
+  // (0 · inf would otherwise make NaN codes and terms).
+  if (!std::isfinite(inv))
+    scale = inv = 0.0f;
   const __m256 inv8 = _mm256_set1_ps(inv), top = _mm256_set1_ps(127.0f),
                bottom = _mm256_set1_ps(-127.0f);
   const __m256d s4 = _mm256_set1_pd(scale);
@@ -173,6 +178,45 @@ struct Candidate {
   int32_t id;
   float upper;
 };
+
+/// Row `xr` (k = w.k values) quantized for the int8 products (q + 64 into
+/// `xq`) and its terms of the bound; false when the row is not finite or
+/// its bounds could overflow.
+bool prepareRow(const ShortlistWeight &w, const float *xr, RowBound &rb,
+                int8_t *codes, uint8_t *xq) {
+  const int64_t k = w.k;
+  double x2 = 0;
+  float amax = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    x2 += static_cast<double>(xr[i]) * xr[i];
+    amax = std::max(amax, std::fabs(xr[i]));
+  }
+  if (!std::isfinite(x2))
+    return false;
+  rb = RowBound();
+  // A row too small for levels / max|x| to be a float has no codes (all of
+  // it is residual, which the bound covers).
+  if (std::isfinite(static_cast<float>(kActivationLevels) / amax))
+    rb.scale = quantizeActivationRow(xr, k, kActivationLevels, codes);
+  else
+    std::fill(codes, codes + k, 0);
+  double d2 = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    double d =
+        static_cast<double>(xr[i]) - static_cast<double>(rb.scale) * codes[i];
+    d2 += d * d;
+    xq[i] = static_cast<uint8_t>(codes[i] + kActivationLevels + 1);
+  }
+  const double inflate = 1 + kTermSlack;
+  rb.norm = roundUp(std::sqrt(x2) * inflate);
+  rb.error = roundUp(std::sqrt(d2) * inflate);
+  // |A| ≤ ‖x̂‖·Q + |b| and B as in the header, with ‖x̂‖ ≤ ‖x‖ + ‖x - x̂‖.
+  double worst =
+      (static_cast<double>(rb.norm) + rb.error) * w.maxCodeNorm + w.maxBias +
+      static_cast<double>(rb.norm) * w.maxError +
+      static_cast<double>(rb.error) * w.maxCodeNorm + w.maxBiasSlack;
+  return worst < 1e30;
+}
 
 /// The least upper bound an id may have and still be the greatest: M less
 /// the rounding of M itself and of A + B (a few u of |M|, given 1e-6).
@@ -292,6 +336,8 @@ tfmc::runtime::prepareShortlist(const void *weight, PanelFormat format,
     double err2, code2, w2;
     sw->scale[c] = quantizeRow(row.data(), k, codes.data() + c * k, w2, code2,
                                err2);
+    if (!std::isfinite(err2) || !std::isfinite(code2) || !std::isfinite(w2))
+      return nullptr;
     double codeNorm = std::sqrt(code2);
     sw->error[c] = roundUp(
         (std::sqrt(err2) + gamma * std::sqrt(w2) + kEpsilon * codeNorm) *
@@ -299,6 +345,11 @@ tfmc::runtime::prepareShortlist(const void *weight, PanelFormat format,
     sw->codeNorm[c] = roundUp((1 + kEpsilon) * codeNorm * inflate);
     sw->biasSlack[c] =
         roundUp((gamma + kEpsilon) * std::fabs(bias[c]) * inflate + kTiny);
+    // Terms that are not finite would drop a column from the shortlist
+    // unseen (a NaN bound is never a candidate): refused instead.
+    if (!std::isfinite(sw->scale[c]) || !std::isfinite(sw->error[c]) ||
+        !std::isfinite(sw->codeNorm[c]) || !std::isfinite(sw->biasSlack[c]))
+      return nullptr;
     sw->maxCodeNorm = std::max(sw->maxCodeNorm, sw->codeNorm[c]);
     sw->maxError = std::max(sw->maxError, sw->error[c]);
     sw->maxBiasSlack = std::max(sw->maxBiasSlack, sw->biasSlack[c]);
@@ -332,31 +383,8 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
   rows.assign(m, RowBound());
   if (candidates.size() < static_cast<size_t>(m))
     candidates.resize(m);
-  const double inflate = 1 + kTermSlack;
   for (int64_t r = 0; r < m; ++r) {
-    const float *xr = x + r * k;
-    double x2 = 0;
-    for (int64_t i = 0; i < k; ++i)
-      x2 += static_cast<double>(xr[i]) * xr[i];
-    if (!std::isfinite(x2))
-      return false;
-    RowBound &rb = rows[r];
-    rb.scale = quantizeActivationRow(xr, k, kActivationLevels, codes.data());
-    double d2 = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      double d = static_cast<double>(xr[i]) -
-                 static_cast<double>(rb.scale) * codes[i];
-      d2 += d * d;
-      xq[r * kp + i] = static_cast<uint8_t>(codes[i] + kActivationLevels + 1);
-    }
-    rb.norm = roundUp(std::sqrt(x2) * inflate);
-    rb.error = roundUp(std::sqrt(d2) * inflate);
-    // |A| ≤ ‖x̂‖·Q + |b| and B as in the header, with ‖x̂‖ ≤ ‖x‖ + ‖x - x̂‖.
-    double worst =
-        (static_cast<double>(rb.norm) + rb.error) * w.maxCodeNorm + w.maxBias +
-        static_cast<double>(rb.norm) * w.maxError +
-        static_cast<double>(rb.error) * w.maxCodeNorm + w.maxBiasSlack;
-    if (!(worst < 1e30))
+    if (!prepareRow(w, x + r * k, rows[r], codes.data(), xq.data() + r * kp))
       return false;
     candidates[r].clear();
   }
@@ -441,6 +469,23 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
         scans[r].add(values + g, group[g], 1, excluded);
     }
   }
+  return true;
+}
+
+bool tfmc::runtime::shortlistBounds(const ShortlistWeight &w, const float *x,
+                                    float *lower, float *upper) {
+  std::vector<int8_t> codes(w.k);
+  std::vector<uint8_t> xq(w.codes.kPadded, 0);
+  RowBound rb;
+  if (!prepareRow(w, x, rb, codes.data(), xq.data()))
+    return false;
+  std::vector<int32_t> acc(w.n);
+  packed::int8ProductsBlock(xq.data(), 1, w.codes, acc.data(), w.n, 0,
+                            packed::panelCount(w.n));
+  ColumnTerms col{w.codes.rowSums.data(), w.scale.data(), w.error.data(),
+                  w.codeNorm.data(),      w.biasSlack.data(), w.bias};
+  for (int64_t c = 0; c < w.n; ++c)
+    lower[c] = boundOf(acc[c], col.rowSums[c], rb.scale, rb, col, c, upper + c);
   return true;
 }
 

@@ -73,6 +73,12 @@ bool shortlistArgmax(const ShortlistWeight &w, const float *x, int64_t m,
                      ScanExclusions excluded, const int32_t *allowEos,
                      ArgmaxScan *scans);
 
+/// For tests: the bounds shortlistArgmax works with for one row x (w.k
+/// values) on every output c: lower[c] = A - B and upper[c] = A + B, each
+/// computed as there. False as for shortlistArgmax (a row it refuses).
+bool shortlistBounds(const ShortlistWeight &w, const float *x, float *lower,
+                     float *upper);
+
 /// When tfm.linear_argmax takes the shortlist: TFMC_GREEDY_SHORTLIST=
 /// auto (default: where shortlistPays), always or never (read once; another
 /// value gives one `note:` line on stderr and auto).

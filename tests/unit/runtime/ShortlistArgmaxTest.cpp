@@ -189,6 +189,148 @@ TEST(ShortlistArgmax, NearTiesAndExactTiesKeepTheScansChoice) {
   }
 }
 
+/// The bound itself: every output the float kernels compute lies within
+/// [A - B, A + B], for each weight format, k below and above 2,096 (where
+/// the int32 sums stop being exact floats), columns and rows spanning many
+/// orders of magnitude, down to columns too small to quantize.
+TEST(ShortlistArgmax, BoundsHoldForEveryOutput) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(21);
+  struct Shape {
+    int64_t n, k;
+  };
+  for (Shape s : {Shape{300, 9}, Shape{257, 512}, Shape{64, 3000}})
+    for (PanelFormat format : kFormats) {
+      std::vector<float> wv = normal(s.n * s.k, rng), bias = normal(s.n, rng);
+      // Halves hold 2^-14 .. 65504 (normal); the others far more.
+      int step = format == PanelFormat::F16 ? 1 : 6;
+      for (int64_t c = 0; c < s.n; ++c) {
+        int shift = (static_cast<int>(c % 11) - 5) * step; // 2^-30 .. 2^30
+        for (int64_t i = 0; i < s.k; ++i)
+          wv[c * s.k + i] = std::ldexp(wv[c * s.k + i], shift);
+      }
+      if (format != PanelFormat::F16) { // halves cannot hold these
+        for (int64_t i = 0; i < s.k; ++i)
+          wv[3 * s.k + i] = i == 0 ? 1e-38f : 0.0f;
+        for (int64_t i = 0; i < s.k; ++i)
+          wv[5 * s.k + i] = i % 3 ? 0.0f : 2e-37f;
+      }
+      Weight w(wv, s.n, s.k, format);
+      // The values the kernels see: widened from the stored format.
+      std::vector<float> stored(wv.size());
+      if (format == PanelFormat::F32)
+        stored = wv;
+      else
+        for (size_t i = 0; i < wv.size(); ++i)
+          stored[i] = format == PanelFormat::F16
+                          ? tfmc::halfToFloat(w.bits[i])
+                          : tfmc::bfloat16ToFloat(w.bits[i]);
+      auto sw = prepareShortlist(w.data(), format, bias.data(), s.n, s.k);
+      ASSERT_NE(sw, nullptr) << nameOf(format) << " k " << s.k;
+      for (float rowScale : {1.0f, 1e-20f, 1e-38f, 1e12f}) {
+        std::vector<float> x = normal(s.k, rng);
+        for (float &v : x)
+          v *= rowScale;
+        std::vector<float> lower(s.n), upper(s.n), y(s.n);
+        ASSERT_TRUE(shortlistBounds(*sw, x.data(), lower.data(), upper.data()));
+        packed::linearColumns(x.data(), 1, w.panels, bias.data(), y.data(),
+                              s.n, 0, packed::panelCount(s.n), 0);
+        for (int64_t c = 0; c < s.n; ++c) {
+          ASSERT_LE(lower[c], y[c]) << nameOf(format) << " k " << s.k
+                                    << " row scale " << rowScale << " c " << c;
+          ASSERT_GE(upper[c], y[c]) << nameOf(format) << " k " << s.k
+                                    << " row scale " << rowScale << " c " << c;
+        }
+      }
+    }
+}
+
+/// Weights and rows that int8 holds exactly (integers, each column's and
+/// row's largest magnitude the top code): A has no quantization error left,
+/// and only the float kernel's own rounding (the bias carried through 512
+/// multiply-adds of large integers) separates it from L: the bound's γ and
+/// ε terms must cover that (with both at zero this test fails).
+TEST(ShortlistArgmax, BoundsCoverTheFloatKernelsRounding) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(27);
+  const int64_t n = 512, k = 512;
+  std::uniform_int_distribution<int> weightCode(-127, 127), rowCode(-63, 63);
+  std::vector<float> wv(n * k), bias = normal(n, rng), x(k);
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t i = 0; i < k; ++i)
+      wv[c * k + i] = static_cast<float>(weightCode(rng));
+    wv[c * k] = 127.0f;
+  }
+  for (int64_t i = 0; i < k; ++i)
+    x[i] = static_cast<float>(rowCode(rng));
+  x[0] = 63.0f;
+  for (float &b : bias)
+    b *= 0.37f;
+  Weight w(wv, n, k, PanelFormat::F32);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  ASSERT_NE(sw, nullptr);
+  std::vector<float> lower(n), upper(n), y(n);
+  ASSERT_TRUE(shortlistBounds(*sw, x.data(), lower.data(), upper.data()));
+  packed::linearColumns(x.data(), 1, w.panels, bias.data(), y.data(), n, 0,
+                        packed::panelCount(n), 0);
+  int differ = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    ASSERT_LE(lower[c], y[c]) << c;
+    ASSERT_GE(upper[c], y[c]) << c;
+    differ += 0.5f * (lower[c] + upper[c]) != y[c];
+  }
+  EXPECT_GT(differ, 0) << "no rounding to cover: the case tests nothing";
+}
+
+/// A column too small to quantize (its codes would be 0 · inf) still wins
+/// where its bias makes it the greatest.
+TEST(ShortlistArgmax, TinyColumnsStayCandidates) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(23);
+  for (int64_t k : {9, 13, 16}) {
+    const int64_t n = 32, m = 2;
+    std::vector<float> wv = normal(n * k, rng), bias = normal(n, rng);
+    for (int64_t i = 0; i < k; ++i)
+      wv[3 * k + i] = i == 0 ? 1e-38f : 0.0f;
+    bias[3] = 10.0f;
+    for (PanelFormat format : {PanelFormat::F32, PanelFormat::BF16}) {
+      Weight w(wv, n, k, format);
+      std::vector<float> x = normal(m * k, rng);
+      std::vector<int32_t> allowEos(m, 1);
+      expectSameChoices(w, bias, x, m, 0, packed::panelCount(n),
+                        ScanExclusions(), allowEos,
+                        nameOf(format) + " k " + std::to_string(k));
+    }
+  }
+}
+
+/// More candidates than a row keeps, until a later block's larger values
+/// prune the earlier ones: the choice is still the full scan's.
+TEST(ShortlistArgmax, PruningAcrossBlocks) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(25);
+  const int64_t n = 20000, k = 32, m = 1; // one row: blocks of 8,192 outputs
+  std::vector<float> x = normal(k, rng), wv = normal(n * k, rng),
+                     bias(n, 0.0f);
+  for (float &v : wv)
+    v *= 0.01f;
+  std::uniform_real_distribution<float> jitter(1.0f, 1.0001f);
+  for (int64_t c = 100; c < 1700; ++c) // block 0: 1,600 near ties
+    for (int64_t i = 0; i < k; ++i)
+      wv[c * k + i] = x[i] * jitter(rng);
+  for (int64_t c = 9000; c < 10000; ++c) // block 1: 1,000 greater ones
+    for (int64_t i = 0; i < k; ++i)
+      wv[c * k + i] = 1.5f * x[i] * jitter(rng);
+  Weight w(wv, n, k, PanelFormat::F32);
+  std::vector<int32_t> allowEos(m, 1);
+  expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), ScanExclusions(),
+                    allowEos, "pruned");
+}
+
 /// Rows of exact zeros (all of them or most, as after a ReLU), weight
 /// columns of zeros (scale 0) and values spanning many orders of magnitude.
 TEST(ShortlistArgmax, ZerosAndScalesChooseWhatTheFullScanChooses) {
