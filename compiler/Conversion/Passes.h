@@ -30,8 +30,10 @@ inline constexpr const char *kLinearKernel = "tfm_rt_linear";
 inline constexpr const char *kLinearF16Kernel = "tfm_rt_linear_f16";
 inline constexpr const char *kLinearI8Kernel = "tfm_rt_linear_i8";
 inline constexpr const char *kLinearBF16Kernel = "tfm_rt_linear_bf16";
-/// ... and of tfm.linear_argmax's (float32 and float16 weights).
+/// ... and of tfm.linear_argmax's (float32, float16, bfloat16 and int8
+/// weights).
 inline constexpr const char *kLinearArgmaxKernel = "tfm_rt_linear_argmax";
+inline constexpr const char *kLinearArgmaxI8Kernel = "tfm_rt_linear_argmax_i8";
 inline constexpr const char *kLinearArgmaxF16Kernel =
     "tfm_rt_linear_argmax_f16";
 inline constexpr const char *kLinearArgmaxBF16Kernel =

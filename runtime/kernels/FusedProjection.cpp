@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/ArgmaxScan.h"
+#include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/OneDnnLinear.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/ShortlistArgmax.h"
@@ -343,6 +344,168 @@ void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
     tokens[r] = scans[r].best;
 }
 
+/// Merges per-share choices (shares in id order) into scans: a later
+/// share's choice replaces an earlier one's only when strictly greater, as
+/// in one scan. False where a choice is NaN (one scan might have chosen
+/// otherwise): the caller scans again alone.
+bool mergeShares(const std::vector<std::vector<ArgmaxScan>> &shares, int used,
+                 std::vector<ArgmaxScan> &scans) {
+  for (size_t r = 0; r < scans.size(); ++r) {
+    ArgmaxScan best;
+    for (int t = 0; t < used; ++t) {
+      const ArgmaxScan &s = shares[t][r];
+      if (s.best < 0)
+        continue;
+      if (std::isnan(s.value) || (best.best >= 0 && std::isnan(best.value)))
+        return false;
+      if (best.best < 0 || s.value > best.value)
+        best = s;
+    }
+    scans[r] = best;
+  }
+  return true;
+}
+
+/// tfm.linear_argmax over an int8 weight (with its per-row scales): each
+/// row's choice among the outputs OneDnn::linearI8() would give, made as it
+/// makes them (the same quantized rows, int8 products and dequantization,
+/// Int8Rows.h) a block of columns at a time, so the [m, n] outputs are
+/// never written; the columns are split between the kernel threads as
+/// linearI8 splits them. Where linearI8 would not run the packed kernels,
+/// its outputs are computed whole and scanned.
+void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
+                    const MemRefDescriptor<2, int8_t> &w,
+                    const MemRefDescriptor<1> &wScale,
+                    const MemRefDescriptor<1> &b,
+                    const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                    const MemRefDescriptor<1, int32_t> &allow,
+                    const MemRefDescriptor<1, int32_t> &out) {
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
+      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
+      wScale.strides[0] != 1 || wScale.sizes[0] != n ||
+      allow.sizes[0] != m || out.sizes[0] != m ||
+      (never.sizes[0] > 0 && never.strides[0] != 1) ||
+      (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
+    lib.fail("tfm_rt_linear_argmax_i8: unexpected operand layout");
+    return;
+  }
+  if (m == 0)
+    return;
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  const int32_t *allowed = allow.aligned + allow.offset;
+  int32_t *tokens = out.aligned + out.offset;
+  thread_local std::vector<ArgmaxScan> scans;
+  thread_local std::vector<float> whole;
+  auto scanWhole = [&] {
+    whole.resize(m * n);
+    MemRefDescriptor<3> y{whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
+    lib.linearI8(x, w, wScale, b, y,
+                 static_cast<int32_t>(KernelActivation::None));
+    for (int64_t r = 0; r < m; ++r) {
+      ArgmaxScan scan;
+      excluded.allowEos = allowed[r] != 0;
+      scan.add(whole.data() + r * n, 0, n, excluded);
+      tokens[r] = scan.best;
+    }
+  };
+  // linearI8's packed path (its other paths: the whole outputs).
+  if (!OneDnn::usePacked(m) || !__builtin_cpu_supports("avx2")) {
+    scanWhole();
+    return;
+  }
+  const packed::PackedWeight &pw =
+      lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
+  const int64_t ldq = pw.kPadded;
+  thread_local std::vector<uint8_t> xq;
+  thread_local std::vector<float> rowScales;
+  xq.resize(m * ldq);
+  rowScales.resize(m);
+  const float *in = x.aligned + x.offset;
+  for (int64_t r = 0; r < m; ++r)
+    rowScales[r] = quantizeRowU8Avx2(in + r * k, k, xq.data() + r * ldq);
+  const float *scales = wScale.aligned + wScale.offset;
+  const float *bias = b.aligned + b.offset;
+  // Blocks of whole panel pairs, about 256 KB of products.
+  int64_t width =
+      std::clamp<int64_t>((int64_t(1) << 16) / m, 2 * packed::kPanel, 8192);
+  width -= width % (2 * packed::kPanel);
+  const int64_t blockPanels = width / packed::kPanel;
+  struct Job {
+    const uint8_t *xq;
+    int64_t m, n, width, blockPanels;
+    const packed::PackedWeight *pw;
+    const float *rowScales, *scales, *bias;
+    const ScanExclusions *excluded;
+    const int32_t *allowed;
+    std::vector<std::vector<ArgmaxScan>> shares;
+    int used = 1;
+  } job{xq.data(), m, n, width, blockPanels, &pw, rowScales.data(), scales,
+        bias, &excluded, allowed, {}, 1};
+  auto share = [](Job &j, int64_t first, int64_t end,
+                  std::vector<ArgmaxScan> &into) {
+    thread_local std::vector<int32_t> acc;
+    thread_local std::vector<float> values;
+    acc.resize(j.m * j.width);
+    values.resize(j.width);
+    into.assign(j.m, ArgmaxScan());
+    ScanExclusions excluded = *j.excluded;
+    for (int64_t p = first; p < end; p += j.blockPanels) {
+      int64_t stop = std::min(end, p + j.blockPanels);
+      packed::int8ProductsBlock(j.xq, j.m, *j.pw, acc.data(), j.width, p,
+                                stop);
+      int64_t c0 = p * packed::kPanel,
+              count = std::min(j.n, stop * packed::kPanel) - c0;
+      for (int64_t r = 0; r < j.m; ++r) {
+        dequantizeRowAvx2(acc.data() + r * j.width, j.pw->rowSums.data() + c0,
+                          kActivationLevels + 1, j.rowScales[r],
+                          j.scales + c0, j.bias + c0, values.data(), count,
+                          /*relu=*/false);
+        excluded.allowEos = j.allowed[r] != 0;
+        into[r].add(values.data(), c0, count, excluded);
+      }
+    }
+  };
+  int64_t panels = packed::panelCount(n);
+  int threads = OneDnn::packedThreads(m, n, k);
+  job.shares.resize(std::max(threads, 1));
+  if (threads <= 1) {
+    share(job, 0, panels, job.shares[0]);
+  } else {
+    struct Call {
+      Job *job;
+      decltype(share) *body;
+      int64_t panels;
+    } call{&job, &share, panels};
+    GOMP_parallel(
+        [](void *data) {
+          Call &c = *static_cast<Call *>(data);
+          int t = omp_get_thread_num(), count = omp_get_num_threads();
+          if (t == 0)
+            c.job->used = count;
+          if (t >= static_cast<int>(c.job->shares.size()))
+            return;
+          auto [first, end] = packed::panelShare(c.panels, t, count);
+          (*c.body)(*c.job, first, end, c.job->shares[t]);
+        },
+        &call, static_cast<unsigned>(threads), 0);
+    if (job.used < 1 || job.used > threads) {
+      scanWhole();
+      return;
+    }
+  }
+  scans.resize(m);
+  if (!mergeShares(job.shares, job.used, scans)) {
+    scanWhole();
+    return;
+  }
+  for (int64_t r = 0; r < m; ++r)
+    tokens[r] = scans[r].best;
+}
+
 /// tfm.linear_topk: each row's best `candidates` allowed ids and their
 /// log-probabilities (TopKScan.h) among the outputs OneDnn::linear() or
 /// OneDnn::linearF16() would give (scanOutputs).
@@ -393,6 +556,14 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax_bf16(
     MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
   linearArgmax(OneDnn::get(), *x, *w, *b, *never, eos, *allow, *out,
                /*brain=*/true);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_argmax_i8(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, int8_t> *w,
+    MemRefDescriptor<1> *scale, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
+  linearArgmaxI8(OneDnn::get(), *x, *w, *scale, *b, *never, eos, *allow, *out);
 }
 
 extern "C" void _mlir_ciface_tfm_rt_linear_topk(

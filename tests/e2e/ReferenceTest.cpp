@@ -774,6 +774,32 @@ TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
 /// The same check through the decoder's cached steps: what translation
 /// runs, with its keys and values stored as float16 (tfm-half-caches) for
 /// these compute types. The reference's targets are fed one token a step.
+/// Greedy's fused step (decode_greedy: the output projection fused with the
+/// choice, int8 projections included) chooses exactly what the scan over
+/// decode_step's logits of the same compute type chooses, at every batch
+/// shape the kernels split differently (one row, the fixture's batch).
+TEST_P(Quantized, FusedGreedyEqualsTheScanOverTheLogits) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  Session &s = session(kernelCase(), type());
+  ASSERT_NE(s.compiled().function("decode_greedy"), nullptr)
+      << "the fused step is compiled for every compute type";
+  for (int64_t minLength : {0, 4}) {
+    SearchOptions options;
+    options.maxLength = 12;
+    options.minLength = minLength;
+    SearchOptions unfused = options;
+    unfused.fusedSteps = false;
+    for (const TokenRows &rows : {src, TokenRows{src.front()}}) {
+      auto fused = s.translate(rows, options);
+      auto plain = s.translate(rows, unfused);
+      ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+      ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+      EXPECT_EQ(*fused, *plain) << "min length " << minLength << ", "
+                                << rows.size() << " rows";
+    }
+  }
+}
+
 TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
   TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));

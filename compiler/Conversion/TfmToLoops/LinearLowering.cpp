@@ -144,9 +144,9 @@ static void callQuantizedLinearKernel(ConversionPatternRewriter &rewriter,
 }
 
 /// The loop kernel for any weight type of tfm.linear.
-static void callLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
-                             Activation act, Value x, Value w, Value scale,
-                             Value bias, Value out) {
+static void linearKernel(ConversionPatternRewriter &rewriter, Operation *op,
+                         Activation act, Value x, Value w, Value scale,
+                         Value bias, Value out) {
   if (scale)
     callQuantizedLinearKernel(rewriter, op, act, x, w, scale, bias, out);
   else
@@ -160,7 +160,7 @@ struct LinearLowering : public TfmLowering<LinearOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder caller(rewriter, op.getLoc());
     Value out = allocRows(caller, resultType(op), adaptor.getInput());
-    callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+    linearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
                      adaptor.getWeight(), adaptor.getScale(),
                      adaptor.getBias(), out);
     rewriter.replaceOp(op, out);
@@ -241,7 +241,7 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
     Value rows = k.mulIndex(k.dim(adaptor.getInput(), 0),
                             k.dim(adaptor.getInput(), 1));
     branchOnFewRows(rewriter, k, rows, minRows, [&] {
-      callLinearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
+      linearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
                        adaptor.getWeight(), adaptor.getScale(),
                        adaptor.getBias(), out);
     });
@@ -279,4 +279,11 @@ void mlir::tfm::loops::populateLinearLowerings(TypeConverter &converter,
 void mlir::tfm::loops::populateLinearLibraryCallLowerings(
     TypeConverter &converter, RewritePatternSet &patterns, int64_t minRows) {
   patterns.add<LinearToLibraryCall>(converter, patterns.getContext(), minRows);
+}
+
+void mlir::tfm::loops::callLinearKernel(ConversionPatternRewriter &rewriter,
+                                       Operation *op, Activation act, Value x,
+                                       Value w, Value scale, Value bias,
+                                       Value out) {
+  linearKernel(rewriter, op, act, x, w, scale, bias, out);
 }

@@ -85,11 +85,12 @@ static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
 }
 
 /// A head as loops: row by row, the row's logits by the loop kernel
-/// tfm.linear uses (the same values) into a buffer of one row that stays in
-/// cache, then `scan(logits, row)`.
+/// tfm.linear uses (the same values; an i8 weight with its `scale`) into a
+/// buffer of one row that stays in cache, then `scan(logits, row)`.
 static void headRowsAsLoops(
     ConversionPatternRewriter &rewriter, Operation *op, Value x, Value w,
-    Value bias, function_ref<void(Value logits, Value row)> scan) {
+    Value scale, Value bias,
+    function_ref<void(Value logits, Value row)> scan) {
   KernelBuilder k(rewriter, op->getLoc());
   auto f32 = rewriter.getF32Type();
   int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
@@ -101,8 +102,8 @@ static void headRowsAsLoops(
     k.loop(zero, k.index(d), [&](Value i) {
       k.store(k.load(x, {r, zero, i}), row, {zero, zero, i});
     });
-    callFloatLinearKernel(rewriter, op, Activation::none, row, w, bias,
-                          logits);
+    callLinearKernel(rewriter, op, Activation::none, row, w, scale, bias,
+                     logits);
     scan(logits, r);
   });
 }
@@ -110,9 +111,9 @@ static void headRowsAsLoops(
 /// tfm.linear_argmax as loops: the compiled scan of each row.
 static void lowerLinearArgmaxAsLoops(ConversionPatternRewriter &rewriter,
                                      LinearArgmaxOp op, Value x, Value w,
-                                     Value bias, Value never, Value eos,
-                                     Value allow, Value tokens) {
-  headRowsAsLoops(rewriter, op, x, w, bias, [&](Value logits, Value r) {
+                                     Value scale, Value bias, Value never,
+                                     Value eos, Value allow, Value tokens) {
+  headRowsAsLoops(rewriter, op, x, w, scale, bias, [&](Value logits, Value r) {
     callArgmaxScanKernel(rewriter, op, logits, never, eos, allow, tokens, r);
   });
 }
@@ -145,7 +146,8 @@ static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
   Value eos64 =
       rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), eos);
   auto dynamic = [&](Value v) { return dynamicMemRef(rewriter, loc, v); };
-  headRowsAsLoops(rewriter, op, x, w, bias, [&](Value logits, Value r) {
+  headRowsAsLoops(rewriter, op, x, w, /*scale=*/Value(), bias,
+                  [&](Value logits, Value r) {
     Value r64 =
         rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), r);
     callLibraryKernel(rewriter, op, kTopkScanKernel,
@@ -162,8 +164,10 @@ static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
 /// library kernels.
 struct ArgmaxHead {
   using Op = LinearArgmaxOp;
-  static constexpr const char *kernels[3] = {
-      kLinearArgmaxKernel, kLinearArgmaxF16Kernel, kLinearArgmaxBF16Kernel};
+  static constexpr const char *kernels[4] = {
+      kLinearArgmaxKernel, kLinearArgmaxF16Kernel, kLinearArgmaxBF16Kernel,
+      kLinearArgmaxI8Kernel};
+  static Value scale(Op::Adaptor a) { return a.getScale(); }
   static SmallVector<Value> allocResults(KernelBuilder &k, Op,
                                          Op::Adaptor adaptor) {
     Value x = adaptor.getInput();
@@ -174,15 +178,17 @@ struct ArgmaxHead {
   static void loops(ConversionPatternRewriter &rewriter, Op op,
                     Op::Adaptor a, ValueRange results) {
     lowerLinearArgmaxAsLoops(rewriter, op, a.getInput(), a.getWeight(),
-                             a.getBias(), a.getNever(), a.getEos(),
-                             a.getAllowEos(), results[0]);
+                             a.getScale(), a.getBias(), a.getNever(),
+                             a.getEos(), a.getAllowEos(), results[0]);
   }
 };
 
 struct TopkHead {
   using Op = LinearTopkOp;
-  static constexpr const char *kernels[3] = {
-      kLinearTopkKernel, kLinearTopkF16Kernel, kLinearTopkBF16Kernel};
+  /// No i8 weights (tfm-beam-head leaves them out).
+  static constexpr const char *kernels[4] = {
+      kLinearTopkKernel, kLinearTopkF16Kernel, kLinearTopkBF16Kernel, nullptr};
+  static Value scale(Op::Adaptor) { return {}; }
   static SmallVector<Value> allocResults(KernelBuilder &k, Op,
                                          Op::Adaptor adaptor) {
     auto [values, ids] = allocCandidates(k, adaptor.getInput(),
@@ -239,17 +245,20 @@ struct HeadToLibraryCall : public OpConversionPattern<typename Head::Op> {
       return dynamicMemRef(rewriter, op.getLoc(), v);
     };
     Type element = op.getWeight().getType().getElementType();
-    const char *kernel = Head::kernels[element.isF16()    ? 1
-                                       : element.isBF16() ? 2
-                                                          : 0];
+    const char *kernel = Head::kernels[element.isF16()          ? 1
+                                       : element.isBF16()       ? 2
+                                       : element.isInteger(8) ? 3
+                                                                : 0];
+    if (!kernel)
+      return rewriter.notifyMatchFailure(op, "no library kernel for i8");
     Value eos = rewriter.create<arith::IndexCastOp>(
         op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
-    SmallVector<Value> args{dynamic(x),
-                            dynamic(adaptor.getWeight()),
-                            dynamic(adaptor.getBias()),
-                            dynamic(adaptor.getNever()),
-                            eos,
-                            dynamic(adaptor.getAllowEos())};
+    // An i8 weight's scale follows it, as for tfm_rt_linear_i8.
+    SmallVector<Value> args{dynamic(x), dynamic(adaptor.getWeight())};
+    if (Value scale = Head::scale(adaptor))
+      args.push_back(dynamic(scale));
+    args.append({dynamic(adaptor.getBias()), dynamic(adaptor.getNever()), eos,
+                 dynamic(adaptor.getAllowEos())});
     for (Value r : results)
       args.push_back(dynamic(r));
     callLibraryKernel(rewriter, op, kernel, args);

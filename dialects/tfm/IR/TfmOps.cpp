@@ -103,6 +103,25 @@ LogicalResult PositionalEncodingOp::verify() {
 // LinearOp
 //===----------------------------------------------------------------------===//
 
+/// An i8 weight has a `scale` operand of one float32 per output row;
+/// other weights none.
+static LogicalResult verifyScale(Operation *op, Value weight, Value scale) {
+  Type element = cast<ShapedType>(weight.getType()).getElementType();
+  bool quantized = element.isInteger(8);
+  if (quantized && !scale)
+    return op->emitOpError("an i8 weight needs a 'scale' operand (one float32 "
+                           "per output row)");
+  if (!quantized && scale)
+    return op->emitOpError()
+           << "a 'scale' operand is only for i8 weights, not " << element;
+  if (scale && !compatible(dim(scale, 0), dim(weight, 0)))
+    return op->emitOpError()
+           << "scale has " << dim(scale, 0)
+           << " elements, expected one per output row (" << dim(weight, 0)
+           << ")";
+  return success();
+}
+
 LogicalResult LinearOp::verify() {
   if (!compatible(dim(getResult(), 0), dim(getInput(), 0)) ||
       !compatible(dim(getResult(), 1), dim(getInput(), 1)))
@@ -110,19 +129,7 @@ LogicalResult LinearOp::verify() {
   if (failed(verifyDense(*this, "linear", getWeight(), getBias(),
                          lastDim(getInput()), lastDim(getResult()))))
     return failure();
-  Type element = getWeight().getType().getElementType();
-  bool quantized = element.isInteger(8);
-  if (quantized && !getScale())
-    return emitOpError("an i8 weight needs a 'scale' operand (one float32 "
-                       "per output row)");
-  if (!quantized && getScale())
-    return emitOpError() << "a 'scale' operand is only for i8 weights, not "
-                         << element;
-  if (getScale() && !compatible(dim(getScale(), 0), dim(getWeight(), 0)))
-    return emitOpError() << "scale has " << dim(getScale(), 0)
-                         << " elements, expected one per output row ("
-                         << dim(getWeight(), 0) << ")";
-  return success();
+  return verifyScale(*this, getWeight(), getScale());
 }
 
 LogicalResult LinearArgmaxOp::verify() {
@@ -132,8 +139,10 @@ LogicalResult LinearArgmaxOp::verify() {
       !compatible(dim(getAllowEos(), 0), dim(getInput(), 0)))
     return emitOpError("the result and allow_eos must have one entry per "
                        "input row");
-  return verifyDense(*this, "linear_argmax", getWeight(), getBias(),
-                     lastDim(getInput()), dim(getWeight(), 0));
+  if (failed(verifyDense(*this, "linear_argmax", getWeight(), getBias(),
+                         lastDim(getInput()), dim(getWeight(), 0))))
+    return failure();
+  return verifyScale(*this, getWeight(), getScale());
 }
 
 LogicalResult LinearTopkOp::verify() {

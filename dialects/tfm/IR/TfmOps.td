@@ -139,9 +139,10 @@ def Tfm_LinearArgmaxOp : Tfm_Op<"linear_argmax", [Pure]> {
     first allowed id is taken, then an id replaces it only when its value
     is strictly greater (ties keep the lower id, a NaN never replaces, a
     first value that is NaN stays). -1 when no id is allowed. Each value is
-    computed exactly as `tfm.linear` computes it on the same kernel path,
-    so the choice is the one a search would make over `tfm.linear`'s
-    logits; the `[rows, out]` values themselves are never stored.
+    computed exactly as `tfm.linear` computes it on the same kernel path
+    (an `i8` weight with its `scale` operand as `tfm.linear` takes them), so
+    the choice is the one a search would make over `tfm.linear`'s logits;
+    the `[rows, out]` values themselves are never stored.
 
     ```mlir
     %t = tfm.linear_argmax %h, %w, %b never %never eos %eos allow %allow
@@ -149,14 +150,16 @@ def Tfm_LinearArgmaxOp : Tfm_Op<"linear_argmax", [Pure]> {
           tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
     ```
   }];
-  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16]>:$weight,
+  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16, I8]>:$weight,
                        Tfm_Vector:$bias, 1DTensorOf<[I32]>:$never,
-                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos);
+                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos,
+                       Optional<Tfm_Vector>:$scale);
   let results = (outs 1DTensorOf<[I32]>:$result);
   let assemblyFormat = [{
-    $input `,` $weight `,` $bias `never` $never `eos` $eos `allow` $allow_eos
-    attr-dict `:` type($input) `,` type($weight) `,` type($bias) `,`
-    type($never) `,` type($allow_eos) `->` type($result)
+    $input `,` $weight `,` $bias (`scale` $scale^)? `never` $never `eos` $eos
+    `allow` $allow_eos attr-dict `:` type($input) `,` type($weight) `,`
+    type($bias) `,` type($never) `,` type($allow_eos) (`,` type($scale)^)?
+    `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -86,7 +86,8 @@ def TfmGreedyHead : Pass<"tfm-greedy-head", "ModuleOp"> {
     `[rows, 1, vocab]` logits: the id of the largest allowed one. This pass
     adds a function `decode_greedy`, a copy of `decode_step` whose output
     projection (the `tfm.linear` without activation whose result the step
-    returns, with a float32 or float16 weight) becomes a
+    returns, with a float32, float16, bfloat16 or int8 weight, the last
+    with its scale) becomes a
     `tfm.linear_argmax` returning the chosen id per row (`best_tokens`),
     so the logits are never written and not read again. Its three extra
     inputs say which ids are allowed: `never_ids` (ascending), `eos_id`,
@@ -104,7 +105,8 @@ def TfmBeamHead : Pass<"tfm-beam-head", "ModuleOp"> {
     Beam search reads, per hypothesis, the log-probabilities of its 2K best
     allowed ids from a decoder step's `[rows, 1, vocab]` logits. This pass
     adds a function `decode_beam`, a copy of `decode_step` whose output
-    projection (as for `tfm-greedy-head`) becomes a `tfm.linear_topk`
+    projection (as for `tfm-greedy-head`, but not with an int8 weight)
+    becomes a `tfm.linear_topk`
     returning, per row, the `candidates` best allowed ids (`top_ids`) and
     their log-probabilities (`top_values`), so the logits are never
     written and not read again. Its inputs: `never_ids`, `eos_id`,

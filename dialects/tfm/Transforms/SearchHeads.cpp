@@ -21,14 +21,16 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The output projection `step` returns, if it can end in an argmax.
-LinearOp returnedProjection(func::FuncOp step) {
+/// The output projection `step` returns, if it can end in the head: no
+/// activation, and no i8 weight unless `quantized` (tfm.linear_argmax takes
+/// them, tfm.linear_topk not).
+LinearOp returnedProjection(func::FuncOp step, bool quantized) {
   if (step.isExternal() || step.getNumResults() != 1)
     return {};
   auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
   auto linear = ret.getOperand(0).getDefiningOp<LinearOp>();
   if (!linear || linear.getActivation() != Activation::none ||
-      linear.getScale() || !linear->hasOneUse())
+      (linear.getScale() && !quantized) || !linear->hasOneUse())
     return {};
   return linear;
 }
@@ -40,15 +42,17 @@ LinearOp returnedProjection(func::FuncOp step) {
 /// a projection.
 void addHead(ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
              ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs,
+             bool quantized,
              function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
   auto step = module.lookupSymbol<func::FuncOp>("decode_step");
-  if (!step || module.lookupSymbol(name) || !returnedProjection(step))
+  if (!step || module.lookupSymbol(name) ||
+      !returnedProjection(step, quantized))
     return;
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(step);
   auto head = cast<func::FuncOp>(b.clone(*step));
   head.setSymName(name);
-  LinearOp projection = returnedProjection(head);
+  LinearOp projection = returnedProjection(head, quantized);
   // What decides the choices travels as inputs: the same compiled function
   // serves every model's special tokens, minimum length and beam size.
   unsigned first = head.getNumArguments();
@@ -82,10 +86,11 @@ struct TfmGreedyHeadPass
     Type ids = idList(b);
     addHead(getOperation(), "decode_greedy", {ids, b.getIndexType(), ids},
             {"never_ids", "eos_id", "allow_eos"}, {"best_tokens"},
+            /*quantized=*/true,
             [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
-              return b.create<LinearArgmaxOp>(p.getLoc(), ids, p.getInput(),
-                                              p.getWeight(), p.getBias(),
-                                              in[0], in[1], in[2]);
+              return b.create<LinearArgmaxOp>(
+                  p.getLoc(), ids, p.getInput(), p.getWeight(), p.getBias(),
+                  in[0], in[1], in[2], p.getScale());
             });
   }
 };
@@ -100,7 +105,7 @@ struct TfmBeamHeadPass : public tfm::impl::TfmBeamHeadBase<TfmBeamHeadPass> {
     addHead(getOperation(), "decode_beam",
             {ids, b.getIndexType(), ids, b.getIndexType()},
             {"never_ids", "eos_id", "allow_eos", "candidates"},
-            {"top_values", "top_ids"},
+            {"top_values", "top_ids"}, /*quantized=*/false,
             [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
               return b.create<LinearTopkOp>(
                   p.getLoc(), valuesType, idsType, p.getInput(),

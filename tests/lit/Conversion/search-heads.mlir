@@ -55,3 +55,21 @@ func.func @argmax(%x: tensor<?x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32
   %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
   return %t : tensor<?xi32>
 }
+
+// -----
+
+// An int8 projection: as loops, the quantized linear loop kernel (its
+// scales) and the scan; with library calls the runtime's int8 kernel, the
+// scale after the weight as for tfm_rt_linear_i8.
+// LOOPS-LABEL: func.func @argmax_i8
+// LOOPS: call @tfm_linear_q_none
+// LOOPS: call @tfm_argmax_scan
+// LIB-LABEL: func.func @argmax_i8
+// LIB: scf.if
+// LIB: call @tfm_argmax_scan
+// LIB: } else {
+// LIB: call @tfm_rt_linear_argmax_i8(%{{.+}}) : (memref<?x?x?xf32>, memref<?x?xi8>, memref<?xf32>, memref<?xf32>, memref<?xi32>, i64, memref<?xi32>, memref<?xi32>) -> ()
+func.func @argmax_i8(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %s: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
+  %t = tfm.linear_argmax %x, %w, %b scale %s never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<10xf32> -> tensor<?xi32>
+  return %t : tensor<?xi32>
+}

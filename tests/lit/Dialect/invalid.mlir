@@ -359,3 +359,27 @@ func.func @linear_topk_weight(%x: tensor<3x1x4xf32>, %w: tensor<10x5xf32>, %b: t
   %v, %i = tfm.linear_topk %x, %w, %b never %n eos %e allow %a count %k : tensor<3x1x4xf32>, tensor<10x5xf32>, tensor<10xf32>, tensor<?xi32>, tensor<3xi32> -> tensor<3x?xf32>, tensor<3x?xi32>
   return %i : tensor<3x?xi32>
 }
+
+// -----
+
+func.func @linear_argmax_i8_without_scale(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error@+1 {{an i8 weight needs a 'scale' operand}}
+  %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
+  return %t : tensor<?xi32>
+}
+
+// -----
+
+func.func @linear_argmax_float_with_scale(%x: tensor<?x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %s: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error@+1 {{a 'scale' operand is only for i8 weights}}
+  %t = tfm.linear_argmax %x, %w, %b scale %s never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<10xf32> -> tensor<?xi32>
+  return %t : tensor<?xi32>
+}
+
+// -----
+
+func.func @linear_argmax_scale_rows(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %s: tensor<9xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error@+1 {{scale has 9 elements, expected one per output row (10)}}
+  %t = tfm.linear_argmax %x, %w, %b scale %s never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<9xf32> -> tensor<?xi32>
+  return %t : tensor<?xi32>
+}
