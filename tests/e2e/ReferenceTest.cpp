@@ -307,6 +307,25 @@ TEST_P(Reference, BeamMatches) {
 /// 2K) give exactly what the searches over decode_step's logits give:
 /// the same ids and the same scores, bit for bit, for every beam case
 /// (beam sizes, minimum lengths, n-best) and greedy with a minimum length.
+/// Greedy through decode_greedy (the projection fused with the choice) and
+/// through decode_step's logits give the same tokens, with and without a
+/// minimum length.
+void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,
+                                    const std::string &label) {
+  for (int64_t minLength : {0, 4}) {
+    SearchOptions options;
+    options.maxLength = 12;
+    options.minLength = minLength;
+    SearchOptions unfused = options;
+    unfused.fusedSteps = false;
+    auto fused = s.translate(rows, options);
+    auto plain = s.translate(rows, unfused);
+    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+    EXPECT_EQ(*fused, *plain) << label << ", min length " << minLength;
+  }
+}
+
 TEST_P(Reference, FusedStepsEqualSearchesOverTheLogits) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
   for (const BeamCase &c : readBeamCases(cases(), name(), src.size())) {
@@ -325,18 +344,7 @@ TEST_P(Reference, FusedStepsEqualSearchesOverTheLogits) {
       }
     }
   }
-  for (int64_t minLength : {0, 4}) {
-    SearchOptions options;
-    options.maxLength = 12;
-    options.minLength = minLength;
-    SearchOptions unfused = options;
-    unfused.fusedSteps = false;
-    auto fused = model().translate(src, options);
-    auto plain = model().translate(src, unfused);
-    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
-    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-    EXPECT_EQ(*fused, *plain) << "greedy, min length " << minLength;
-  }
+  expectFusedGreedyEqualsUnfused(model(), src, "greedy");
 }
 
 /// Self-attention caches that start with one position and double at every
@@ -783,21 +791,8 @@ TEST_P(Quantized, FusedGreedyEqualsTheScanOverTheLogits) {
   Session &s = session(kernelCase(), type());
   ASSERT_NE(s.compiled().function("decode_greedy"), nullptr)
       << "the fused step is compiled for every compute type";
-  for (int64_t minLength : {0, 4}) {
-    SearchOptions options;
-    options.maxLength = 12;
-    options.minLength = minLength;
-    SearchOptions unfused = options;
-    unfused.fusedSteps = false;
-    for (const TokenRows &rows : {src, TokenRows{src.front()}}) {
-      auto fused = s.translate(rows, options);
-      auto plain = s.translate(rows, unfused);
-      ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
-      ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-      EXPECT_EQ(*fused, *plain) << "min length " << minLength << ", "
-                                << rows.size() << " rows";
-    }
-  }
+  expectFusedGreedyEqualsUnfused(s, src, "the fixture's batch");
+  expectFusedGreedyEqualsUnfused(s, {src.front()}, "one row");
 }
 
 TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
