@@ -19,16 +19,13 @@ namespace {
 
 /// The options of a translate call: `defaults` (the model file's decoding
 /// defaults) where beam_size / length_penalty are None.
-tfmc::TranslateOptions makeOptions(const tfmc::TranslateOptions &defaults,
-                                   std::optional<int64_t> beamSize,
-                                   int64_t nBest,
-                                   std::optional<double> lengthPenalty,
-                                   int64_t maxLength, int64_t minLength,
-                                   double maxLengthFactor,
-                                   int64_t maxLengthOffset,
-                                   int64_t noRepeatNgramSize,
-                                   double repetitionPenalty,
-                                   int64_t batchSize, bool replaceUnknown) {
+tfmc::TranslateOptions
+makeOptions(const tfmc::TranslateOptions &defaults,
+            std::optional<int64_t> beamSize, int64_t nBest,
+            std::optional<double> lengthPenalty, int64_t maxLength,
+            int64_t minLength, double maxLengthFactor, int64_t maxLengthOffset,
+            int64_t noRepeatNgramSize, double repetitionPenalty,
+            int64_t batchSize, bool replaceUnknown) {
   tfmc::TranslateOptions o = defaults;
   o.beamSize = beamSize.value_or(defaults.beamSize);
   o.nBest = nBest;
@@ -148,7 +145,7 @@ std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
 } // namespace
 
 #define TFMC_TRANSLATE_ARGS                                                    \
-  py::arg("beam_size") = py::none(), py::arg("n_best") = 1,                   \
+  py::arg("beam_size") = py::none(), py::arg("n_best") = 1,                    \
   py::arg("length_penalty") = py::none(), py::arg("max_length") = 256,         \
   py::arg("min_length") = 0, py::arg("max_length_factor") = 3.0,               \
   py::arg("max_length_offset") = 10, py::arg("no_repeat_ngram_size") = 0,      \
@@ -166,7 +163,8 @@ PYBIND11_MODULE(_tfmc, m) {
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
            py::arg("profile") = false,
            "Loads and compiles MODEL.json (through the compiled-model "
-           "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' ('' = the "
+           "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' "
+           "('' = the "
            "model file's compute_type, else float32). profile=True compiles "
            "the profiled variant: profile() then says where translate "
            "calls spent their time.")
@@ -174,16 +172,15 @@ PYBIND11_MODULE(_tfmc, m) {
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,
              std::optional<int64_t> beamSize, int64_t nBest,
-             std::optional<double> lengthPenalty,
-             int64_t maxLength, int64_t minLength, double maxLengthFactor,
-             int64_t maxLengthOffset, int64_t noRepeatNgramSize,
-             double repetitionPenalty, int64_t batchSize, bool returnScores,
-             const std::string &errors, const std::string &splitSentences) {
+             std::optional<double> lengthPenalty, int64_t maxLength,
+             int64_t minLength, double maxLengthFactor, int64_t maxLengthOffset,
+             int64_t noRepeatNgramSize, double repetitionPenalty,
+             int64_t batchSize, bool returnScores, const std::string &errors,
+             const std::string &splitSentences) {
             tfmc::TranslateOptions o = makeOptions(
                 self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
-                maxLength, minLength,
-                maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
-                repetitionPenalty, batchSize, false);
+                maxLength, minLength, maxLengthFactor, maxLengthOffset,
+                noRepeatNgramSize, repetitionPenalty, batchSize, false);
             if (splitSentences != "on" && splitSentences != "off" &&
                 splitSentences != "auto")
               throw py::value_error("split_sentences: expected 'on', 'off' "
@@ -220,16 +217,14 @@ PYBIND11_MODULE(_tfmc, m) {
           [](PyTranslator &self,
              const std::vector<std::vector<int32_t>> &sources,
              std::optional<int64_t> beamSize, int64_t nBest,
-             std::optional<double> lengthPenalty,
-             int64_t maxLength, int64_t minLength, double maxLengthFactor,
-             int64_t maxLengthOffset, int64_t noRepeatNgramSize,
-             double repetitionPenalty, int64_t batchSize, bool returnScores,
-             const std::string &errors) {
+             std::optional<double> lengthPenalty, int64_t maxLength,
+             int64_t minLength, double maxLengthFactor, int64_t maxLengthOffset,
+             int64_t noRepeatNgramSize, double repetitionPenalty,
+             int64_t batchSize, bool returnScores, const std::string &errors) {
             tfmc::TranslateOptions o = makeOptions(
                 self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
-                maxLength, minLength,
-                maxLengthFactor, maxLengthOffset, noRepeatNgramSize,
-                repetitionPenalty, batchSize, false);
+                maxLength, minLength, maxLengthFactor, maxLengthOffset,
+                noRepeatNgramSize, repetitionPenalty, batchSize, false);
             auto out = self.run(
                 sources,
                 [&](const std::vector<std::vector<int32_t>> &s) {

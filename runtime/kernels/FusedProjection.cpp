@@ -298,7 +298,8 @@ template <typename Weight>
 bool shortlistArgmaxAlone(OneDnn &lib, const MemRefDescriptor<3> &x,
                           const Weight &w, const MemRefDescriptor<1> &b,
                           bool brain, const MemRefDescriptor<1, int32_t> &never,
-                          int64_t eos, const MemRefDescriptor<1, int32_t> &allow,
+                          int64_t eos,
+                          const MemRefDescriptor<1, int32_t> &allow,
                           std::vector<ArgmaxScan> &scans) {
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
   if (m == 0 || !OneDnn::contiguous(x) || w.strides[1] != 1 ||
@@ -383,9 +384,8 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
   if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
       w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
-      wScale.strides[0] != 1 || wScale.sizes[0] != n ||
-      allow.sizes[0] != m || out.sizes[0] != m ||
-      (never.sizes[0] > 0 && never.strides[0] != 1) ||
+      wScale.strides[0] != 1 || wScale.sizes[0] != n || allow.sizes[0] != m ||
+      out.sizes[0] != m || (never.sizes[0] > 0 && never.strides[0] != 1) ||
       (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
     lib.fail("tfm_rt_linear_argmax_i8: unexpected operand layout");
     return;
@@ -402,7 +402,8 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
   thread_local std::vector<float> whole;
   auto scanWhole = [&] {
     whole.resize(m * n);
-    MemRefDescriptor<3> y{whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
+    MemRefDescriptor<3> y{
+        whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
     lib.linearI8(x, w, wScale, b, y,
                  static_cast<int32_t>(KernelActivation::None));
     for (int64_t r = 0; r < m; ++r) {
@@ -443,8 +444,8 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
     const int32_t *allowed;
     std::vector<std::vector<ArgmaxScan>> shares;
     int used = 1;
-  } job{xq.data(), m, n, width, blockPanels, &pw, rowScales.data(), scales,
-        bias, &excluded, allowed, {}, 1};
+  } job{xq.data(), m,    n,         width,   blockPanels, &pw, rowScales.data(),
+        scales,    bias, &excluded, allowed, {},          1};
   auto share = [](Job &j, int64_t first, int64_t end,
                   std::vector<ArgmaxScan> &into) {
     thread_local std::vector<int32_t> acc;
@@ -455,14 +456,13 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
     ScanExclusions excluded = *j.excluded;
     for (int64_t p = first; p < end; p += j.blockPanels) {
       int64_t stop = std::min(end, p + j.blockPanels);
-      packed::int8ProductsBlock(j.xq, j.m, *j.pw, acc.data(), j.width, p,
-                                stop);
+      packed::int8ProductsBlock(j.xq, j.m, *j.pw, acc.data(), j.width, p, stop);
       int64_t c0 = p * packed::kPanel,
               count = std::min(j.n, stop * packed::kPanel) - c0;
       for (int64_t r = 0; r < j.m; ++r) {
         dequantizeRowAvx2(acc.data() + r * j.width, j.pw->rowSums.data() + c0,
-                          kActivationLevels + 1, j.rowScales[r],
-                          j.scales + c0, j.bias + c0, values.data(), count,
+                          kActivationLevels + 1, j.rowScales[r], j.scales + c0,
+                          j.bias + c0, values.data(), count,
                           /*relu=*/false);
         excluded.allowEos = j.allowed[r] != 0;
         into[r].add(values.data(), c0, count, excluded);

@@ -59,10 +59,9 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
 
 /// out[j] = act(float(acc[j] - offset·rowSums[j]) · (xScale · wScale[j]) +
 /// bias[j]) over one output row; AVX2 for none/relu.
-__attribute__((target("avx2,fma"))) void
-tfmc::runtime::dequantizeRowAvx2(const int32_t *acc, const int32_t *rowSums, int32_t offset,
-                  float xScale, const float *wScale, const float *bias,
-                  float *out, int64_t n, bool relu) {
+__attribute__((target("avx2,fma"))) void tfmc::runtime::dequantizeRowAvx2(
+    const int32_t *acc, const int32_t *rowSums, int32_t offset, float xScale,
+    const float *wScale, const float *bias, float *out, int64_t n, bool relu) {
   const __m256i voff = _mm256_set1_epi32(offset);
   const __m256 vxs = _mm256_set1_ps(xScale), zero = _mm256_setzero_ps();
   int64_t j = 0;
@@ -86,4 +85,3 @@ tfmc::runtime::dequantizeRowAvx2(const int32_t *acc, const int32_t *rowSums, int
     out[j] = relu && v < 0 ? 0.0f : v;
   }
 }
-

@@ -379,17 +379,17 @@ const packed::PackedWeight &OneDnn::panels(const void *weight, int64_t n,
   return copies.back();
 }
 
-const ShortlistWeight *OneDnn::shortlist(const void *weight,
-                                         const float *bias, int64_t n,
-                                         int64_t k, PanelType type) {
+const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
+                                         int64_t n, int64_t k, PanelType type) {
   std::lock_guard<std::mutex> lock(mutex);
   std::deque<ShortlistEntry> &entries = shortlists[weight];
   for (const ShortlistEntry &e : entries)
     if (e.bias == bias && e.n == n && e.k == k && e.type == type)
       return e.prepared.get();
-  packed::PanelFormat format = type == PanelType::BF16  ? packed::PanelFormat::BF16
-                               : type == PanelType::F16 ? packed::PanelFormat::F16
-                                                        : packed::PanelFormat::F32;
+  packed::PanelFormat format =
+      type == PanelType::BF16  ? packed::PanelFormat::BF16
+      : type == PanelType::F16 ? packed::PanelFormat::F16
+                               : packed::PanelFormat::F32;
   entries.push_back(
       {bias, n, k, type, prepareShortlist(weight, format, bias, n, k)});
   return entries.back().prepared.get();

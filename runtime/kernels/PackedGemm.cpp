@@ -378,9 +378,8 @@ void packed::int8ProductsColumns(const uint8_t *xq, int64_t m,
 }
 
 void packed::int8ProductsBlock(const uint8_t *xq, int64_t m,
-                               const PackedWeight &w, int32_t *acc,
-                               int64_t ld, int64_t firstPanel,
-                               int64_t endPanel, Isa isa) {
+                               const PackedWeight &w, int32_t *acc, int64_t ld,
+                               int64_t firstPanel, int64_t endPanel, Isa isa) {
   if (isa == Isa::Avx512 && runs(Isa::Avx512))
     avx512::int8Products(xq, m, w, acc, ld, firstPanel, endPanel);
   else

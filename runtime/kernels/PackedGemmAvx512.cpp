@@ -261,8 +261,7 @@ void packed::avx512::linear(const float *x, const RowTiles &plan,
 
 void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
                                   const PackedWeight &w, int32_t *acc,
-                                  int64_t ld, int64_t firstPanel,
-                                  int64_t np) {
+                                  int64_t ld, int64_t firstPanel, int64_t np) {
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   const int64_t firstColumn = firstPanel * kPanel;
   const int64_t panelBytes = kPanel * kp;

@@ -69,10 +69,9 @@ void widenRow(const void *weight, PanelFormat format, int64_t c, int64_t k,
 /// one FMA per k in k order (PackedGemm.h), eight independent chains.
 template <PanelFormat Format>
 TFMC_AVX2 void exactValues(const void *weight, int64_t k, const float *x,
-                           const float *bias, const int32_t *ids,
-                           float *out) {
-  using Element = std::conditional_t<Format == PanelFormat::F32, float,
-                                     uint16_t>;
+                           const float *bias, const int32_t *ids, float *out) {
+  using Element =
+      std::conditional_t<Format == PanelFormat::F32, float, uint16_t>;
   const Element *rows[8];
   float acc[8];
   for (int g = 0; g < 8; ++g) {
@@ -106,7 +105,8 @@ TFMC_AVX2 float quantizeRow(const float *w, int64_t k, int8_t *codes,
   const __m256 signless = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   int64_t i = 0;
   for (; i + 8 <= k; i += 8)
-    amax8 = _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(w + i), signless));
+    amax8 =
+        _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(w + i), signless));
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, amax8);
   float amax = *std::max_element(lanes, lanes + 8);
@@ -127,10 +127,9 @@ TFMC_AVX2 float quantizeRow(const float *w, int64_t k, int8_t *codes,
   for (i = 0; i + 8 <= k; i += 8) {
     __m256 v = _mm256_loadu_ps(w + i);
     __m256 q = _mm256_min_ps(
-        top, _mm256_max_ps(bottom,
-                           _mm256_round_ps(_mm256_mul_ps(v, inv8),
-                                           _MM_FROUND_TO_NEAREST_INT |
-                                               _MM_FROUND_NO_EXC)));
+        top, _mm256_max_ps(bottom, _mm256_round_ps(_mm256_mul_ps(v, inv8),
+                                                   _MM_FROUND_TO_NEAREST_INT |
+                                                       _MM_FROUND_NO_EXC)));
     __m256i q32 = _mm256_cvtps_epi32(q);
     alignas(32) int32_t ints[8];
     _mm256_store_si256(reinterpret_cast<__m256i *>(ints), q32);
@@ -211,10 +210,9 @@ bool prepareRow(const ShortlistWeight &w, const float *xr, RowBound &rb,
   rb.norm = roundUp(std::sqrt(x2) * inflate);
   rb.error = roundUp(std::sqrt(d2) * inflate);
   // |A| ≤ ‖x̂‖·Q + |b| and B as in the header, with ‖x̂‖ ≤ ‖x‖ + ‖x - x̂‖.
-  double worst =
-      (static_cast<double>(rb.norm) + rb.error) * w.maxCodeNorm + w.maxBias +
-      static_cast<double>(rb.norm) * w.maxError +
-      static_cast<double>(rb.error) * w.maxCodeNorm + w.maxBiasSlack;
+  double worst = (static_cast<double>(rb.norm) + rb.error) * w.maxCodeNorm +
+                 w.maxBias + static_cast<double>(rb.norm) * w.maxError +
+                 static_cast<double>(rb.error) * w.maxCodeNorm + w.maxBiasSlack;
   return worst < 1e30;
 }
 
@@ -234,11 +232,11 @@ struct ColumnTerms {
 inline float boundOf(int32_t sum, int32_t rowSum, float t, const RowBound &rb,
                      const ColumnTerms &col, int64_t j, float *upper) {
   int32_t exact = sum - (kActivationLevels + 1) * rowSum;
-  float a = __builtin_fmaf(t * col.scale[j], static_cast<float>(exact),
-                           col.bias[j]);
-  float b = __builtin_fmaf(rb.norm, col.error[j],
-                           __builtin_fmaf(rb.error, col.codeNorm[j],
-                                          col.slack[j]));
+  float a =
+      __builtin_fmaf(t * col.scale[j], static_cast<float>(exact), col.bias[j]);
+  float b =
+      __builtin_fmaf(rb.norm, col.error[j],
+                     __builtin_fmaf(rb.error, col.codeNorm[j], col.slack[j]));
   *upper = a + b;
   return a - b;
 }
@@ -253,9 +251,10 @@ TFMC_AVX2 float blockBounds(const int32_t *acc, const RowBound &rb,
   __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t j = 0;
   for (; j + 8 <= count; j += 8) {
-    __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j));
-    __m256i rowSums = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i *>(col.rowSums + j));
+    __m256i sums =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j));
+    __m256i rowSums =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(col.rowSums + j));
     static_assert(kActivationLevels + 1 == 64, "offset is 2^6");
     __m256i exact = _mm256_sub_epi32(sums, _mm256_slli_epi32(rowSums, 6));
     __m256 a = _mm256_fmadd_ps(_mm256_mul_ps(t, _mm256_loadu_ps(col.scale + j)),
@@ -272,8 +271,8 @@ TFMC_AVX2 float blockBounds(const int32_t *acc, const RowBound &rb,
   _mm256_store_ps(lanes, lowest);
   float best = *std::max_element(lanes, lanes + 8);
   for (; j < count; ++j)
-    best = std::max(
-        best, boundOf(acc[j], col.rowSums[j], rb.scale, rb, col, j, uppers + j));
+    best = std::max(best, boundOf(acc[j], col.rowSums[j], rb.scale, rb, col, j,
+                                  uppers + j));
   return best;
 }
 
@@ -298,11 +297,10 @@ TFMC_AVX2 void collect(const float *uppers, int64_t count, int64_t c0,
 
 /// Drops the candidates below `threshold`; false when too many stay.
 bool prune(std::vector<Candidate> &list, float threshold) {
-  list.erase(std::remove_if(list.begin(), list.end(),
-                            [&](const Candidate &c) {
-                              return c.upper < threshold;
-                            }),
-             list.end());
+  list.erase(
+      std::remove_if(list.begin(), list.end(),
+                     [&](const Candidate &c) { return c.upper < threshold; }),
+      list.end());
   return list.size() <= kMaxCandidates;
 }
 
@@ -334,8 +332,8 @@ tfmc::runtime::prepareShortlist(const void *weight, PanelFormat format,
       if (!std::isfinite(v))
         return nullptr;
     double err2, code2, w2;
-    sw->scale[c] = quantizeRow(row.data(), k, codes.data() + c * k, w2, code2,
-                               err2);
+    sw->scale[c] =
+        quantizeRow(row.data(), k, codes.data() + c * k, w2, code2, err2);
     if (!std::isfinite(err2) || !std::isfinite(code2) || !std::isfinite(w2))
       return nullptr;
     double codeNorm = std::sqrt(code2);
@@ -402,10 +400,11 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
     int64_t stop = std::min(endPanel, p + blockPanels);
     packed::int8ProductsBlock(xq.data(), m, w.codes, acc.data(), width, p,
                               stop);
-    int64_t c0 = p * packed::kPanel, count = std::min(n, stop * packed::kPanel) - c0;
+    int64_t c0 = p * packed::kPanel,
+            count = std::min(n, stop * packed::kPanel) - c0;
     ColumnTerms col{w.codes.rowSums.data() + c0, w.scale.data() + c0,
-                    w.error.data() + c0,        w.codeNorm.data() + c0,
-                    w.biasSlack.data() + c0,    w.bias + c0};
+                    w.error.data() + c0,         w.codeNorm.data() + c0,
+                    w.biasSlack.data() + c0,     w.bias + c0};
     for (int64_t r = 0; r < m; ++r) {
       RowBound &rb = rows[r];
       const int32_t *sums = acc.data() + r * width;
@@ -428,8 +427,8 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
           if (!excluded.excludes(c0 + j) && uppers[j] >= threshold)
             list.push_back({static_cast<int32_t>(c0 + j), uppers[j]});
       } else {
-        rb.best = std::max(rb.best,
-                           blockBounds(sums, rb, col, count, uppers.data()));
+        rb.best =
+            std::max(rb.best, blockBounds(sums, rb, col, count, uppers.data()));
         collect(uppers.data(), count, c0, thresholdOf(rb.best), list);
       }
       if (list.size() > kMaxCandidates && !prune(list, thresholdOf(rb.best)))
@@ -482,7 +481,7 @@ bool tfmc::runtime::shortlistBounds(const ShortlistWeight &w, const float *x,
   std::vector<int32_t> acc(w.n);
   packed::int8ProductsBlock(xq.data(), 1, w.codes, acc.data(), w.n, 0,
                             packed::panelCount(w.n));
-  ColumnTerms col{w.codes.rowSums.data(), w.scale.data(), w.error.data(),
+  ColumnTerms col{w.codes.rowSums.data(), w.scale.data(),     w.error.data(),
                   w.codeNorm.data(),      w.biasSlack.data(), w.bias};
   for (int64_t c = 0; c < w.n; ++c)
     lower[c] = boundOf(acc[c], col.rowSums[c], rb.scale, rb, col, c, upper + c);

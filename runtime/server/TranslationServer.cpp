@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/server/TranslationServer.h"
-#include "runtime/server/StopSignals.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/server/StopSignals.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>

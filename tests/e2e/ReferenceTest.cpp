@@ -1013,7 +1013,8 @@ TEST(SessionOpen, WarmUpLeavesNoTimesOrRows) {
     options.useLibraryKernels = library;
     auto opened =
         Session::open(fixturePath("pre-relu-scale", "model.json"), options);
-    ASSERT_TRUE(static_cast<bool>(opened)) << llvm::toString(opened.takeError());
+    ASSERT_TRUE(static_cast<bool>(opened))
+        << llvm::toString(opened.takeError());
     Session &s = **opened;
     EXPECT_EQ(s.encodeSeconds(), 0.0);
     EXPECT_EQ(s.decodeSeconds(), 0.0);

@@ -90,8 +90,7 @@ public:
         beamSize("beam-size",
                  cl::desc("Beam width (1 = greedy); default: the model "
                           "file's decoding.beam_size, else 1"),
-                 cl::init(1),
-                 cl::sub(sub), cl::cat(cat)),
+                 cl::init(1), cl::sub(sub), cl::cat(cat)),
         lengthPenalty(
             "length-penalty",
             cl::desc("Beam scores are divided by length^A; default: the "
@@ -134,8 +133,7 @@ public:
                        "contiguous blocks of the input file's lines; the "
                        "shards' outputs concatenated in order are the whole "
                        "translation (Slurm arrays, Kubernetes indexed Jobs)"),
-              cl::value_desc("I/N"), cl::init(""), cl::sub(sub),
-              cl::cat(cat)),
+              cl::value_desc("I/N"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         strict("strict",
                cl::desc("Exit with status 1 (at the end) when a line could "
                         "not be read (invalid UTF-8) or was truncated"),

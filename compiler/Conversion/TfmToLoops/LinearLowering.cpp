@@ -161,8 +161,8 @@ struct LinearLowering : public TfmLowering<LinearOp> {
     KernelBuilder caller(rewriter, op.getLoc());
     Value out = allocRows(caller, resultType(op), adaptor.getInput());
     linearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
-                     adaptor.getWeight(), adaptor.getScale(),
-                     adaptor.getBias(), out);
+                 adaptor.getWeight(), adaptor.getScale(), adaptor.getBias(),
+                 out);
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -242,8 +242,8 @@ struct LinearToLibraryCall : public TfmLowering<LinearOp> {
                             k.dim(adaptor.getInput(), 1));
     branchOnFewRows(rewriter, k, rows, minRows, [&] {
       linearKernel(rewriter, op, op.getActivation(), adaptor.getInput(),
-                       adaptor.getWeight(), adaptor.getScale(),
-                       adaptor.getBias(), out);
+                   adaptor.getWeight(), adaptor.getScale(), adaptor.getBias(),
+                   out);
     });
     auto dynamic = [&](Value v) {
       return dynamicMemRef(rewriter, op.getLoc(), v);
@@ -282,8 +282,8 @@ void mlir::tfm::loops::populateLinearLibraryCallLowerings(
 }
 
 void mlir::tfm::loops::callLinearKernel(ConversionPatternRewriter &rewriter,
-                                       Operation *op, Activation act, Value x,
-                                       Value w, Value scale, Value bias,
-                                       Value out) {
+                                        Operation *op, Activation act, Value x,
+                                        Value w, Value scale, Value bias,
+                                        Value out) {
   linearKernel(rewriter, op, act, x, w, scale, bias, out);
 }

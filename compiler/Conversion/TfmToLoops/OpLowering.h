@@ -54,8 +54,8 @@ void callFloatLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
 /// ... and of any weight type: an i8 weight with its `scale` (null for the
 /// others).
 void callLinearKernel(ConversionPatternRewriter &rewriter, Operation *op,
-                      Activation act, Value x, Value w, Value scale,
-                      Value bias, Value out);
+                      Activation act, Value x, Value w, Value scale, Value bias,
+                      Value out);
 /// With minRows > 1: emits `scf.if rows < minRows`, `loops()` in its then
 /// branch, and leaves the insertion point in its else branch.
 void branchOnFewRows(ConversionPatternRewriter &rewriter, KernelBuilder &k,

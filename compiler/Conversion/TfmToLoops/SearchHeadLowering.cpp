@@ -87,10 +87,9 @@ static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
 /// A head as loops: row by row, the row's logits by the loop kernel
 /// tfm.linear uses (the same values; an i8 weight with its `scale`) into a
 /// buffer of one row that stays in cache, then `scan(logits, row)`.
-static void headRowsAsLoops(
-    ConversionPatternRewriter &rewriter, Operation *op, Value x, Value w,
-    Value scale, Value bias,
-    function_ref<void(Value logits, Value row)> scan) {
+static void headRowsAsLoops(ConversionPatternRewriter &rewriter, Operation *op,
+                            Value x, Value w, Value scale, Value bias,
+                            function_ref<void(Value logits, Value row)> scan) {
   KernelBuilder k(rewriter, op->getLoc());
   auto f32 = rewriter.getF32Type();
   int64_t d = cast<MemRefType>(x.getType()).getDimSize(2);
@@ -146,14 +145,14 @@ static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
   Value eos64 =
       rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), eos);
   auto dynamic = [&](Value v) { return dynamicMemRef(rewriter, loc, v); };
-  headRowsAsLoops(rewriter, op, x, w, /*scale=*/Value(), bias,
-                  [&](Value logits, Value r) {
-    Value r64 =
-        rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), r);
-    callLibraryKernel(rewriter, op, kTopkScanKernel,
-                      {dynamic(logits), dynamic(never), eos64, dynamic(allow),
-                       r64, dynamic(values), dynamic(ids)});
-  });
+  headRowsAsLoops(
+      rewriter, op, x, w, /*scale=*/Value(), bias, [&](Value logits, Value r) {
+        Value r64 =
+            rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), r);
+        callLibraryKernel(rewriter, op, kTopkScanKernel,
+                          {dynamic(logits), dynamic(never), eos64,
+                           dynamic(allow), r64, dynamic(values), dynamic(ids)});
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -245,10 +244,10 @@ struct HeadToLibraryCall : public OpConversionPattern<typename Head::Op> {
       return dynamicMemRef(rewriter, op.getLoc(), v);
     };
     Type element = op.getWeight().getType().getElementType();
-    const char *kernel = Head::kernels[element.isF16()          ? 1
-                                       : element.isBF16()       ? 2
+    const char *kernel = Head::kernels[element.isF16()        ? 1
+                                       : element.isBF16()     ? 2
                                        : element.isInteger(8) ? 3
-                                                                : 0];
+                                                              : 0];
     if (!kernel)
       return rewriter.notifyMatchFailure(op, "no library kernel for i8");
     Value eos = rewriter.create<arith::IndexCastOp>(

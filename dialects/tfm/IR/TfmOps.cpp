@@ -115,10 +115,9 @@ static LogicalResult verifyScale(Operation *op, Value weight, Value scale) {
     return op->emitOpError()
            << "a 'scale' operand is only for i8 weights, not " << element;
   if (scale && !compatible(dim(scale, 0), dim(weight, 0)))
-    return op->emitOpError()
-           << "scale has " << dim(scale, 0)
-           << " elements, expected one per output row (" << dim(weight, 0)
-           << ")";
+    return op->emitOpError() << "scale has " << dim(scale, 0)
+                             << " elements, expected one per output row ("
+                             << dim(weight, 0) << ")";
   return success();
 }
 

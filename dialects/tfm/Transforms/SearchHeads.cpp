@@ -40,10 +40,10 @@ LinearOp returnedProjection(func::FuncOp step, bool quantized) {
 /// the results of `fuse(b, projection, inputs)`, named `outputs`. Nothing
 /// when the module has `name` already or decode_step does not end in such
 /// a projection.
-void addHead(ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
-             ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs,
-             bool quantized,
-             function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
+void addHead(
+    ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
+    ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs, bool quantized,
+    function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
   auto step = module.lookupSymbol<func::FuncOp>("decode_step");
   if (!step || module.lookupSymbol(name) ||
       !returnedProjection(step, quantized))
@@ -88,9 +88,9 @@ struct TfmGreedyHeadPass
             {"never_ids", "eos_id", "allow_eos"}, {"best_tokens"},
             /*quantized=*/true,
             [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
-              return b.create<LinearArgmaxOp>(
-                  p.getLoc(), ids, p.getInput(), p.getWeight(), p.getBias(),
-                  in[0], in[1], in[2], p.getScale());
+              return b.create<LinearArgmaxOp>(p.getLoc(), ids, p.getInput(),
+                                              p.getWeight(), p.getBias(), in[0],
+                                              in[1], in[2], p.getScale());
             });
   }
 };

@@ -1,4 +1,5 @@
-//===- ShortlistArgmaxTest.cpp - greedy's int8 shortlist against full scans ===//
+//===- ShortlistArgmaxTest.cpp - greedy's int8 shortlist against full scans
+//===//
 //
 // The shortlist must choose what ArgmaxScan chooses over the packed
 // kernels' full outputs (linearColumns): the same id and value, for every
@@ -44,8 +45,9 @@ struct Weight {
     for (size_t i = 0; i < w.size(); ++i)
       bits[i] = format == PanelFormat::F16 ? tfmc::floatToHalf(w[i])
                                            : tfmc::floatToBFloat16(w[i]);
-    panels = format == PanelFormat::F16 ? packed::packHalves(bits.data(), n, k)
-                                        : packed::packBFloat16(bits.data(), n, k);
+    panels = format == PanelFormat::F16
+                 ? packed::packHalves(bits.data(), n, k)
+                 : packed::packBFloat16(bits.data(), n, k);
   }
   const void *data() const {
     return format == PanelFormat::F32 ? static_cast<const void *>(f32.data())
@@ -117,8 +119,8 @@ TEST(ShortlistArgmax, RandomRowsChooseWhatTheFullScanChooses) {
   struct Shape {
     int64_t n, k;
   };
-  for (Shape s : {Shape{1000, 64}, Shape{777, 37}, Shape{4099, 512},
-                  Shape{40, 3}})
+  for (Shape s :
+       {Shape{1000, 64}, Shape{777, 37}, Shape{4099, 512}, Shape{40, 3}})
     for (PanelFormat format : kFormats) {
       std::vector<float> wv = normal(s.n * s.k, rng), bias = normal(s.n, rng);
       for (float &v : wv)
@@ -137,7 +139,8 @@ TEST(ShortlistArgmax, RandomRowsChooseWhatTheFullScanChooses) {
                             std::to_string(m);
         expectSameChoices(w, bias, x, m, 0, panels, excluded, allowEos, label);
         // A StepTeam member's or kernel thread's share of the columns.
-        for (auto [t, of] : {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 3}}) {
+        for (auto [t, of] :
+             {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 3}}) {
           auto [first, end] = packed::panelShare(panels, t, of);
           expectSameChoices(w, bias, x, m, first, end, excluded, allowEos,
                             label + " share " + std::to_string(t) + "/" +
@@ -234,8 +237,8 @@ TEST(ShortlistArgmax, BoundsHoldForEveryOutput) {
           v *= rowScale;
         std::vector<float> lower(s.n), upper(s.n), y(s.n);
         ASSERT_TRUE(shortlistBounds(*sw, x.data(), lower.data(), upper.data()));
-        packed::linearColumns(x.data(), 1, w.panels, bias.data(), y.data(),
-                              s.n, 0, packed::panelCount(s.n), 0);
+        packed::linearColumns(x.data(), 1, w.panels, bias.data(), y.data(), s.n,
+                              0, packed::panelCount(s.n), 0);
         for (int64_t c = 0; c < s.n; ++c) {
           ASSERT_LE(lower[c], y[c]) << nameOf(format) << " k " << s.k
                                     << " row scale " << rowScale << " c " << c;
@@ -314,8 +317,7 @@ TEST(ShortlistArgmax, PruningAcrossBlocks) {
     GTEST_SKIP() << "needs AVX2 and FMA";
   std::mt19937 rng(25);
   const int64_t n = 20000, k = 32, m = 1; // one row: blocks of 8,192 outputs
-  std::vector<float> x = normal(k, rng), wv = normal(n * k, rng),
-                     bias(n, 0.0f);
+  std::vector<float> x = normal(k, rng), wv = normal(n * k, rng), bias(n, 0.0f);
   for (float &v : wv)
     v *= 0.01f;
   std::uniform_real_distribution<float> jitter(1.0f, 1.0001f);
@@ -355,8 +357,8 @@ TEST(ShortlistArgmax, ZerosAndScalesChooseWhatTheFullScanChooses) {
     for (int64_t i = 0; i < k; ++i)
       x[k + i] *= 1e-20f; // row 1: tiny
     std::vector<int32_t> allowEos(m, 1);
-    expectSameChoices(w, bias, x, m, 0, packed::panelCount(n),
-                      ScanExclusions(), allowEos, nameOf(format));
+    expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), ScanExclusions(),
+                      allowEos, nameOf(format));
   }
 }
 
@@ -384,8 +386,8 @@ TEST(ShortlistArgmax, ExcludedIdsAreNeverChosen) {
   excluded.eos = 7;
   std::vector<int32_t> allowEos = {0, 1, 0, 1};
   Weight w(wv, n, k, PanelFormat::F32);
-  expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), excluded,
-                    allowEos, "all columns");
+  expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), excluded, allowEos,
+                    "all columns");
   auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
   ASSERT_NE(sw, nullptr);
   std::vector<ArgmaxScan> got(m);
@@ -398,8 +400,8 @@ TEST(ShortlistArgmax, ExcludedIdsAreNeverChosen) {
       EXPECT_GE(got[r].best, 16) << r;
   }
   // Panel 0 alone: only eos, and only where it is allowed.
-  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, 1, excluded,
-                              allowEos.data(), got.data()));
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, 1, excluded, allowEos.data(),
+                              got.data()));
   for (int64_t r = 0; r < m; ++r)
     EXPECT_EQ(got[r].best, allowEos[r] ? 7 : -1) << r;
 }
@@ -433,8 +435,7 @@ TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
     std::vector<float> x = normal(m * k, rng);
     x[k + 5] = bad;
     EXPECT_FALSE(shortlistArgmax(*sw, x.data(), m, 0, packed::panelCount(n),
-                                 ScanExclusions(), allowEos.data(),
-                                 got.data()))
+                                 ScanExclusions(), allowEos.data(), got.data()))
         << bad;
   }
   // Every column the same: all of them stay candidates.
@@ -443,7 +444,8 @@ TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
   for (int64_t c = 0; c < wide; ++c)
     std::copy(column.begin(), column.end(), same.begin() + c * k);
   Weight flat(same, wide, k, PanelFormat::F32);
-  auto swFlat = prepareShortlist(flat.data(), flat.format, zero.data(), wide, k);
+  auto swFlat =
+      prepareShortlist(flat.data(), flat.format, zero.data(), wide, k);
   ASSERT_NE(swFlat, nullptr);
   std::vector<float> x = normal(m * k, rng);
   EXPECT_FALSE(shortlistArgmax(*swFlat, x.data(), m, 0,
