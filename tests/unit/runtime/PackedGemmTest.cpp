@@ -132,6 +132,48 @@ TEST(PackedGemm, Int8ProductsAreExact) {
       }
 }
 
+/// int8ProductsBlock writes panels [first, end) into a block of its own
+/// width (rows `ld` apart, column c at c - 16 · first): the products of
+/// int8Products, on every instruction set, for blocks that end in the last
+/// (partial) panel, single panels and pairs.
+TEST(PackedGemm, Int8ProductsIntoBlocks) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
+  std::uniform_int_distribution<int> ws(-127, 127);
+  for (packed::Isa isa : isasHere())
+    for (Shape s : {Shape{100, 33}, Shape{37, 19}, Shape{160, 64}})
+      for (int64_t m : {1, 3, 8, 13}) {
+        std::vector<int8_t> w(s.n * s.k);
+        for (int8_t &v : w)
+          v = static_cast<int8_t>(ws(rng));
+        packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
+        std::vector<uint8_t> x(m * pw.kPadded, 0);
+        for (uint8_t &v : x)
+          v = static_cast<uint8_t>(xs(rng));
+        std::vector<int32_t> all(m * s.n);
+        packed::int8Products(x.data(), m, pw, all.data(), isa);
+        int64_t panels = packed::panelCount(s.n);
+        for (int64_t blockPanels : {1, 2, 3}) {
+          int64_t ld = blockPanels * packed::kPanel + 5; // wider than needed
+          for (int64_t p = 0; p < panels; p += blockPanels) {
+            int64_t end = std::min(panels, p + blockPanels);
+            std::vector<int32_t> block(m * ld, -1);
+            packed::int8ProductsBlock(x.data(), m, pw, block.data(), ld, p,
+                                      end, isa);
+            for (int64_t r = 0; r < m; ++r)
+              for (int64_t c = p * packed::kPanel;
+                   c < std::min(s.n, end * packed::kPanel); ++c)
+                ASSERT_EQ(block[r * ld + c - p * packed::kPanel],
+                          all[r * s.n + c])
+                    << "isa " << int(isa) << " n " << s.n << " m " << m
+                    << " panels [" << p << ", " << end << ") c " << c;
+          }
+        }
+      }
+}
+
 /// Both instruction sets accumulate every output in the same order, so a
 /// model translates identically on AVX2 and AVX-512 machines.
 TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
