@@ -1,6 +1,7 @@
 //===- Int8Rows.cpp - rows of an int8 layer in and out --------------------===//
 #include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/Quantize.h"
 
 #include <immintrin.h>
 
@@ -35,7 +36,7 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
   for (; i < k; ++i)
     amax = std::max(amax, std::fabs(x[i]));
   const float levels = static_cast<float>(kActivationLevels);
-  const float inv = amax > 0 ? levels / amax : 0.0f;
+  const float inv = quantizationFactor(levels, amax);
   const __m256 vinv = _mm256_set1_ps(inv);
   const __m256i offset = _mm256_set1_epi32(kActivationLevels + 1);
   // 32 values at a time: int32 -> int16 -> uint8 (values in [1, 127]), the

@@ -20,7 +20,7 @@ QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
     for (int64_t c = 0; c < cols; ++c)
       amax = std::max(amax, std::fabs(row[c]));
     q.scales[r] = amax / 127.0f;
-    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    float inv = quantizationFactor(127.0f, amax);
     for (int64_t c = 0; c < cols; ++c) {
       float v = std::nearbyint(row[c] * inv);
       q.values[r * cols + c] =
@@ -36,7 +36,7 @@ float tfmc::runtime::quantizeActivationRow(const float *x, int64_t n,
   for (int64_t i = 0; i < n; ++i)
     amax = std::max(amax, std::fabs(x[i]));
   float lv = static_cast<float>(levels);
-  float inv = amax > 0 ? lv / amax : 0.0f;
+  float inv = quantizationFactor(lv, amax);
   for (int64_t i = 0; i < n; ++i)
     q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -lv, lv));
   return amax / lv;

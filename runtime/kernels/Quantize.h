@@ -16,9 +16,20 @@
 #define RUNTIME_KERNELS_QUANTIZE_H
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace tfmc::runtime {
+
+/// What a row is multiplied by before rounding to its codes: levels / max|x|,
+/// or 0 (every code 0) where that is not a finite number: an all-zero row,
+/// and rows so small (max|x| below about levels / FLT_MAX, ~1.9e-37 for
+/// activations) that levels / max|x| would be infinite and 0 · inf a NaN.
+/// The loops path's int8 kernel uses the same rule.
+inline float quantizationFactor(float levels, float amax) {
+  float inv = levels / amax;
+  return amax > 0 && inv < std::numeric_limits<float>::infinity() ? inv : 0.0f;
+}
 
 /// A [rows, cols] matrix quantized per row: W[r, c] ≈ scales[r] · values[r, c].
 struct QuantizedMatrix {

@@ -7,6 +7,8 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Conversion/TfmToLoops/OpLowering.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tfm;
 using namespace mlir::tfm::loops;
@@ -111,10 +113,18 @@ static void callQuantizedLinearKernel(ConversionPatternRewriter &rewriter,
                                       loc, k.load(in, {r, t, i}));
                                   return SmallVector<Value>{k.max(acc[0], v)};
                                 })[0];
-          Value any = ob.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT,
-                                               amax, k.f32(0.0));
-          Value inv = ob.create<arith::SelectOp>(loc, any, k.div(levels, amax),
-                                                 k.f32(0.0));
+          // levels / max|x| where it is a finite number, else 0 (all codes
+          // 0): as the runtime's quantizationFactor (Quantize.h).
+          Value factor = k.div(levels, amax);
+          Value any = ob.create<arith::AndIOp>(
+              loc,
+              ob.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, amax,
+                                       k.f32(0.0)),
+              ob.create<arith::CmpFOp>(
+                  loc, arith::CmpFPredicate::OLT, factor,
+                  k.f32(std::numeric_limits<float>::infinity())));
+          Value inv =
+              ob.create<arith::SelectOp>(loc, any, factor, k.f32(0.0));
           Value xScale = k.div(amax, levels);
           k.loop(zero, width, [&](Value i) {
             Value v = ob.create<math::RoundEvenOp>(

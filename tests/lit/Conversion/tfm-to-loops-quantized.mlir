@@ -16,6 +16,8 @@
 // CHECK: arith.constant 6.300000e+01 : f32
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<8xi8>
 // CHECK: math.absf
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf olt, %{{.+}}, %cst{{.*}} : f32
 // CHECK: math.roundeven
 // CHECK: arith.fptosi {{.*}} : f32 to i8
 // CHECK: arith.extsi {{.*}} : i8 to i32

@@ -2,6 +2,7 @@
 #include "compiler/Conversion/Passes.h"
 #include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
+#include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -71,6 +72,50 @@ TEST(Quantize, ZeroRowsHaveZeroScaleAndValues) {
             0.0f);
   for (int8_t v : a)
     EXPECT_EQ(v, 0);
+}
+
+/// Rows too small for levels / max|x| to be a float (max|x| below about
+/// 1.9e-37 for activations, 3.7e-37 for weights) get codes 0, not the
+/// NaNs of 0 · inf, on the scalar and the AVX2 row quantizers alike; just
+/// above, the usual codes.
+TEST(Quantize, RowsTooSmallToScaleGetZeroCodes) {
+  for (float amax : {1e-38f, 1.5e-37f, 1e-45f}) {
+    std::vector<float> x = {0.0f, amax, -amax / 2, 0.0f, amax / 4, 0.0f,
+                            0.0f, -0.0f, 0.0f};
+    std::vector<int8_t> q(x.size(), 7);
+    quantizeActivationRow(x.data(), static_cast<int64_t>(x.size()),
+                          kActivationLevels, q.data());
+    for (int8_t v : q)
+      EXPECT_EQ(v, 0) << amax;
+    QuantizedMatrix w = quantizeRows(x.data(), 1, static_cast<int64_t>(x.size()));
+    for (int8_t v : w.values)
+      EXPECT_EQ(v, 0) << amax;
+    if (__builtin_cpu_supports("avx2")) {
+      std::vector<uint8_t> u(x.size(), 7);
+      quantizeRowU8Avx2(x.data(), static_cast<int64_t>(x.size()), u.data());
+      for (uint8_t v : u)
+        EXPECT_EQ(v, kActivationLevels + 1) << amax;
+    }
+  }
+  EXPECT_EQ(quantizationFactor(63.0f, 1e-38f), 0.0f);
+  EXPECT_EQ(quantizationFactor(63.0f, 0.0f), 0.0f);
+  EXPECT_EQ(quantizationFactor(63.0f, 1e-30f), 63.0f / 1e-30f);
+  // Rows of ordinary size on both quantizers: the same codes.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  if (__builtin_cpu_supports("avx2"))
+    for (float scale : {1.0f, 1e-30f, 1e30f}) {
+      std::vector<float> x(45);
+      for (float &v : x)
+        v = normal(rng) * scale;
+      std::vector<int8_t> q(x.size());
+      std::vector<uint8_t> u(x.size());
+      float s = quantizeActivationRow(x.data(), 45, kActivationLevels, q.data());
+      float su = quantizeRowU8Avx2(x.data(), 45, u.data());
+      EXPECT_EQ(s, su);
+      for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_EQ(q[i] + kActivationLevels + 1, u[i]) << scale << " " << i;
+    }
 }
 
 TEST(Quantize, ActivationsSaturateAtTheLevels) {
