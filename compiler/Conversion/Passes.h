@@ -44,6 +44,7 @@ inline constexpr const char *kLinearTopkKernel = "tfm_rt_linear_topk";
 inline constexpr const char *kLinearTopkF16Kernel = "tfm_rt_linear_topk_f16";
 inline constexpr const char *kLinearTopkBF16Kernel =
     "tfm_rt_linear_topk_bf16";
+inline constexpr const char *kLinearTopkI8Kernel = "tfm_rt_linear_topk_i8";
 inline constexpr const char *kTopkScanKernel = "tfm_rt_topk_scan";
 /// int8 linear layers quantize each input row to [-63, 63]: 7 bits, so that
 /// the unsigned-times-signed byte products of AVX2 kernels without VNNI

@@ -506,6 +506,95 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
     tokens[r] = scans[r].best;
 }
 
+/// tfm.linear_topk over an int8 weight (with its per-row scales): each
+/// row's candidates (TopKScan.h) among the outputs OneDnn::linearI8() would
+/// give, made as linearArgmaxI8 makes them, in blocks of whole TopKScan
+/// chunks so the log_softmax sum has the same bits as over the whole row.
+void linearTopkI8(OneDnn &lib, const MemRefDescriptor<3> &x,
+                  const MemRefDescriptor<2, int8_t> &w,
+                  const MemRefDescriptor<1> &wScale,
+                  const MemRefDescriptor<1> &b,
+                  const MemRefDescriptor<1, int32_t> &never, int64_t eos,
+                  const MemRefDescriptor<1, int32_t> &allow,
+                  const MemRefDescriptor<2> &values,
+                  const MemRefDescriptor<2, int32_t> &ids) {
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0],
+          count = values.sizes[1];
+  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
+      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
+      wScale.strides[0] != 1 || wScale.sizes[0] != n || allow.sizes[0] != m ||
+      values.sizes[0] != m || ids.sizes[0] != m || ids.sizes[1] != count ||
+      (never.sizes[0] > 0 && never.strides[0] != 1) ||
+      (m > 0 && (allow.strides[0] != 1 || values.strides[1] != 1 ||
+                 ids.strides[1] != 1))) {
+    lib.fail("tfm_rt_linear_topk_i8: unexpected operand layout");
+    return;
+  }
+  if (m == 0)
+    return;
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  const int32_t *allowed = allow.aligned + allow.offset;
+  thread_local std::vector<TopKScan> scans;
+  scans.resize(m);
+  for (TopKScan &scan : scans)
+    scan.reset(count);
+  if (!OneDnn::usePacked(m) || !__builtin_cpu_supports("avx2")) {
+    // linearI8's other paths: the whole outputs, then the scans.
+    thread_local std::vector<float> whole;
+    whole.resize(m * n);
+    MemRefDescriptor<3> y{
+        whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
+    lib.linearI8(x, w, wScale, b, y,
+                 static_cast<int32_t>(KernelActivation::None));
+    for (int64_t r = 0; r < m; ++r) {
+      excluded.allowEos = allowed[r] != 0;
+      scans[r].add(whole.data() + r * n, 0, n, excluded);
+    }
+  } else {
+    const packed::PackedWeight &pw =
+        lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
+    const int64_t ldq = pw.kPadded;
+    thread_local std::vector<uint8_t> xq;
+    thread_local std::vector<float> rowScales, block;
+    thread_local std::vector<int32_t> acc;
+    xq.resize(m * ldq);
+    rowScales.resize(m);
+    const float *in = x.aligned + x.offset;
+    for (int64_t r = 0; r < m; ++r)
+      rowScales[r] = quantizeRowU8Avx2(in + r * k, k, xq.data() + r * ldq);
+    // Blocks of whole chunks (and so of whole panel pairs), m x width
+    // products of about 256 KB.
+    static_assert(TopKScan::kChunk % (2 * packed::kPanel) == 0);
+    int64_t width =
+        std::clamp<int64_t>((int64_t(1) << 16) / m, TopKScan::kChunk, 8192);
+    width -= width % TopKScan::kChunk;
+    const int64_t blockPanels = width / packed::kPanel;
+    acc.resize(m * width);
+    block.resize(width);
+    const float *scales = wScale.aligned + wScale.offset;
+    const float *bias = b.aligned + b.offset;
+    for (int64_t p = 0; p < packed::panelCount(n); p += blockPanels) {
+      int64_t stop = std::min(packed::panelCount(n), p + blockPanels);
+      packed::int8ProductsBlock(xq.data(), m, pw, acc.data(), width, p, stop);
+      int64_t c0 = p * packed::kPanel,
+              cols = std::min(n, stop * packed::kPanel) - c0;
+      for (int64_t r = 0; r < m; ++r) {
+        dequantizeRowAvx2(acc.data() + r * width, pw.rowSums.data() + c0,
+                          kActivationLevels + 1, rowScales[r], scales + c0,
+                          bias + c0, block.data(), cols, /*relu=*/false);
+        excluded.allowEos = allowed[r] != 0;
+        scans[r].add(block.data(), c0, cols, excluded);
+      }
+    }
+  }
+  for (int64_t r = 0; r < m; ++r)
+    scans[r].write(values.aligned + values.offset + r * values.strides[0],
+                   ids.aligned + ids.offset + r * ids.strides[0], count);
+}
+
 /// tfm.linear_topk: each row's best `candidates` allowed ids and their
 /// log-probabilities (TopKScan.h) among the outputs OneDnn::linear() or
 /// OneDnn::linearF16() would give (scanOutputs).
@@ -564,6 +653,16 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax_i8(
     MemRefDescriptor<1, int32_t> *never, int64_t eos,
     MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out) {
   linearArgmaxI8(OneDnn::get(), *x, *w, *scale, *b, *never, eos, *allow, *out);
+}
+
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_i8(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, int8_t> *w,
+    MemRefDescriptor<1> *scale, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids) {
+  linearTopkI8(OneDnn::get(), *x, *w, *scale, *b, *never, eos, *allow,
+               *values, *ids);
 }
 
 extern "C" void _mlir_ciface_tfm_rt_linear_topk(

@@ -527,6 +527,12 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax_i8(
     MemRefDescriptor<1> *scale, MemRefDescriptor<1> *b,
     MemRefDescriptor<1, int32_t> *never, int64_t eos,
     MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<1, int32_t> *out);
+extern "C" void _mlir_ciface_tfm_rt_linear_topk_i8(
+    MemRefDescriptor<3> *x, MemRefDescriptor<2, int8_t> *w,
+    MemRefDescriptor<1> *scale, MemRefDescriptor<1> *b,
+    MemRefDescriptor<1, int32_t> *never, int64_t eos,
+    MemRefDescriptor<1, int32_t> *allow, MemRefDescriptor<2> *values,
+    MemRefDescriptor<2, int32_t> *ids);
 extern "C" void _mlir_ciface_tfm_rt_linear_topk(
     MemRefDescriptor<3> *x, MemRefDescriptor<2> *w, MemRefDescriptor<1> *b,
     MemRefDescriptor<1, int32_t> *never, int64_t eos,
@@ -599,5 +605,8 @@ std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   symbols.emplace_back(
       "_mlir_ciface_tfm_rt_linear_argmax_i8",
       reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_argmax_i8));
+  symbols.emplace_back(
+      "_mlir_ciface_tfm_rt_linear_topk_i8",
+      reinterpret_cast<void *>(&_mlir_ciface_tfm_rt_linear_topk_i8));
   return symbols;
 }

@@ -795,6 +795,37 @@ TEST_P(Quantized, FusedGreedyEqualsTheScanOverTheLogits) {
   expectFusedGreedyEqualsUnfused(s, {src.front()}, "one row");
 }
 
+/// Beam search's fused step (decode_beam: the projection, int8 included,
+/// fused with the log_softmax and top 2K) gives exactly what beam search
+/// over decode_step's logits gives: the same ids and scores, bit for bit.
+TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  Session &s = session(kernelCase(), type());
+  ASSERT_NE(s.compiled().function("decode_beam"), nullptr)
+      << "the fused step is compiled for every compute type";
+  for (int64_t beam : {2, 4}) {
+    SearchOptions options;
+    options.beamSize = beam;
+    options.nBest = beam;
+    options.maxLength = 12;
+    options.minLength = 3;
+    SearchOptions unfused = options;
+    unfused.fusedSteps = false;
+    auto fused = s.translateBeam(src, options);
+    auto plain = s.translateBeam(src, unfused);
+    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+    ASSERT_EQ(fused->size(), plain->size());
+    for (size_t r = 0; r < plain->size(); ++r) {
+      ASSERT_EQ((*fused)[r].size(), (*plain)[r].size()) << "beam " << beam;
+      for (size_t h = 0; h < (*plain)[r].size(); ++h) {
+        EXPECT_EQ((*fused)[r][h].ids, (*plain)[r][h].ids) << "beam " << beam;
+        EXPECT_EQ((*fused)[r][h].score, (*plain)[r][h].score) << "beam " << beam;
+      }
+    }
+  }
+}
+
 TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
   TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));

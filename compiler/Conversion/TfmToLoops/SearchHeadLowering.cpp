@@ -139,14 +139,15 @@ static std::pair<Value, Value> allocCandidates(KernelBuilder &k, Value x,
 /// same bits).
 static void lowerLinearTopkAsLoops(ConversionPatternRewriter &rewriter,
                                    LinearTopkOp op, Value x, Value w,
-                                   Value bias, Value never, Value eos,
-                                   Value allow, Value values, Value ids) {
+                                   Value scale, Value bias, Value never,
+                                   Value eos, Value allow, Value values,
+                                   Value ids) {
   Location loc = op.getLoc();
   Value eos64 =
       rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), eos);
   auto dynamic = [&](Value v) { return dynamicMemRef(rewriter, loc, v); };
   headRowsAsLoops(
-      rewriter, op, x, w, /*scale=*/Value(), bias, [&](Value logits, Value r) {
+      rewriter, op, x, w, scale, bias, [&](Value logits, Value r) {
         Value r64 =
             rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), r);
         callLibraryKernel(rewriter, op, kTopkScanKernel,
@@ -184,10 +185,10 @@ struct ArgmaxHead {
 
 struct TopkHead {
   using Op = LinearTopkOp;
-  /// No i8 weights (tfm-beam-head leaves them out).
   static constexpr const char *kernels[4] = {
-      kLinearTopkKernel, kLinearTopkF16Kernel, kLinearTopkBF16Kernel, nullptr};
-  static Value scale(Op::Adaptor) { return {}; }
+      kLinearTopkKernel, kLinearTopkF16Kernel, kLinearTopkBF16Kernel,
+      kLinearTopkI8Kernel};
+  static Value scale(Op::Adaptor a) { return a.getScale(); }
   static SmallVector<Value> allocResults(KernelBuilder &k, Op,
                                          Op::Adaptor adaptor) {
     auto [values, ids] = allocCandidates(k, adaptor.getInput(),
@@ -197,7 +198,7 @@ struct TopkHead {
   static void loops(ConversionPatternRewriter &rewriter, Op op,
                     Op::Adaptor a, ValueRange results) {
     lowerLinearTopkAsLoops(rewriter, op, a.getInput(), a.getWeight(),
-                           a.getBias(), a.getNever(), a.getEos(),
+                           a.getScale(), a.getBias(), a.getNever(), a.getEos(),
                            a.getAllowEos(), results[0], results[1]);
   }
 };
@@ -248,8 +249,6 @@ struct HeadToLibraryCall : public OpConversionPattern<typename Head::Op> {
                                        : element.isBF16()     ? 2
                                        : element.isInteger(8) ? 3
                                                               : 0];
-    if (!kernel)
-      return rewriter.notifyMatchFailure(op, "no library kernel for i8");
     Value eos = rewriter.create<arith::IndexCastOp>(
         op.getLoc(), rewriter.getI64Type(), adaptor.getEos());
     // An i8 weight's scale follows it, as for tfm_rt_linear_i8.

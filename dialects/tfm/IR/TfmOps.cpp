@@ -154,8 +154,10 @@ LogicalResult LinearTopkOp::verify() {
                        "input row");
   if (!compatible(dim(getValues(), 1), dim(getIds(), 1)))
     return emitOpError("values and ids must hold as many candidates");
-  return verifyDense(*this, "linear_topk", getWeight(), getBias(),
-                     lastDim(getInput()), dim(getWeight(), 0));
+  if (failed(verifyDense(*this, "linear_topk", getWeight(), getBias(),
+                         lastDim(getInput()), dim(getWeight(), 0))))
+    return failure();
+  return verifyScale(*this, getWeight(), getScale());
 }
 
 //===----------------------------------------------------------------------===//

@@ -185,15 +185,16 @@ def Tfm_LinearTopkOp : Tfm_Op<"linear_topk", [Pure]> {
                    tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>, tensor<?x?xi32>
     ```
   }];
-  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16]>:$weight,
+  let arguments = (ins Tfm_Activations:$input, 2DTensorOf<[F32, F16, BF16, I8]>:$weight,
                        Tfm_Vector:$bias, 1DTensorOf<[I32]>:$never,
-                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos, Index:$count);
+                       Index:$eos, 1DTensorOf<[I32]>:$allow_eos, Index:$count,
+                       Optional<Tfm_Vector>:$scale);
   let results = (outs 2DTensorOf<[F32]>:$values, 2DTensorOf<[I32]>:$ids);
   let assemblyFormat = [{
-    $input `,` $weight `,` $bias `never` $never `eos` $eos `allow` $allow_eos
-    `count` $count attr-dict `:` type($input) `,` type($weight) `,`
-    type($bias) `,` type($never) `,` type($allow_eos) `->` type($values) `,`
-    type($ids)
+    $input `,` $weight `,` $bias (`scale` $scale^)? `never` $never `eos` $eos
+    `allow` $allow_eos `count` $count attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `,` type($never) `,` type($allow_eos)
+    (`,` type($scale)^)? `->` type($values) `,` type($ids)
   }];
   let hasVerifier = 1;
 }

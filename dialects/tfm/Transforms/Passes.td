@@ -105,8 +105,7 @@ def TfmBeamHead : Pass<"tfm-beam-head", "ModuleOp"> {
     Beam search reads, per hypothesis, the log-probabilities of its 2K best
     allowed ids from a decoder step's `[rows, 1, vocab]` logits. This pass
     adds a function `decode_beam`, a copy of `decode_step` whose output
-    projection (as for `tfm-greedy-head`, but not with an int8 weight)
-    becomes a `tfm.linear_topk`
+    projection (as for `tfm-greedy-head`) becomes a `tfm.linear_topk`
     returning, per row, the `candidates` best allowed ids (`top_ids`) and
     their log-probabilities (`top_values`), so the logits are never
     written and not read again. Its inputs: `never_ids`, `eos_id`,

@@ -21,16 +21,15 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The output projection `step` returns, if it can end in the head: no
-/// activation, and no i8 weight unless `quantized` (tfm.linear_argmax takes
-/// them, tfm.linear_topk not).
-LinearOp returnedProjection(func::FuncOp step, bool quantized) {
+/// The output projection `step` returns, if it can end in a head: no
+/// activation (an i8 weight comes with its scale).
+LinearOp returnedProjection(func::FuncOp step) {
   if (step.isExternal() || step.getNumResults() != 1)
     return {};
   auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
   auto linear = ret.getOperand(0).getDefiningOp<LinearOp>();
   if (!linear || linear.getActivation() != Activation::none ||
-      (linear.getScale() && !quantized) || !linear->hasOneUse())
+      !linear->hasOneUse())
     return {};
   return linear;
 }
@@ -40,19 +39,17 @@ LinearOp returnedProjection(func::FuncOp step, bool quantized) {
 /// the results of `fuse(b, projection, inputs)`, named `outputs`. Nothing
 /// when the module has `name` already or decode_step does not end in such
 /// a projection.
-void addHead(
-    ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
-    ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs, bool quantized,
-    function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
+void addHead(ModuleOp module, StringRef name, ArrayRef<Type> inputTypes,
+             ArrayRef<StringRef> inputNames, ArrayRef<StringRef> outputs,
+             function_ref<Operation *(OpBuilder &, LinearOp, ValueRange)> fuse) {
   auto step = module.lookupSymbol<func::FuncOp>("decode_step");
-  if (!step || module.lookupSymbol(name) ||
-      !returnedProjection(step, quantized))
+  if (!step || module.lookupSymbol(name) || !returnedProjection(step))
     return;
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(step);
   auto head = cast<func::FuncOp>(b.clone(*step));
   head.setSymName(name);
-  LinearOp projection = returnedProjection(head, quantized);
+  LinearOp projection = returnedProjection(head);
   // What decides the choices travels as inputs: the same compiled function
   // serves every model's special tokens, minimum length and beam size.
   unsigned first = head.getNumArguments();
@@ -86,7 +83,6 @@ struct TfmGreedyHeadPass
     Type ids = idList(b);
     addHead(getOperation(), "decode_greedy", {ids, b.getIndexType(), ids},
             {"never_ids", "eos_id", "allow_eos"}, {"best_tokens"},
-            /*quantized=*/true,
             [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
               return b.create<LinearArgmaxOp>(p.getLoc(), ids, p.getInput(),
                                               p.getWeight(), p.getBias(), in[0],
@@ -105,11 +101,12 @@ struct TfmBeamHeadPass : public tfm::impl::TfmBeamHeadBase<TfmBeamHeadPass> {
     addHead(getOperation(), "decode_beam",
             {ids, b.getIndexType(), ids, b.getIndexType()},
             {"never_ids", "eos_id", "allow_eos", "candidates"},
-            {"top_values", "top_ids"}, /*quantized=*/false,
+            {"top_values", "top_ids"},
             [&](OpBuilder &b, LinearOp p, ValueRange in) -> Operation * {
               return b.create<LinearTopkOp>(
                   p.getLoc(), valuesType, idsType, p.getInput(),
-                  p.getWeight(), p.getBias(), in[0], in[1], in[2], in[3]);
+                  p.getWeight(), p.getBias(), in[0], in[1], in[2], in[3],
+                  p.getScale());
             });
   }
 };

@@ -73,3 +73,20 @@ func.func @argmax_i8(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf
   %t = tfm.linear_argmax %x, %w, %b scale %s never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<10xf32> -> tensor<?xi32>
   return %t : tensor<?xi32>
 }
+
+// -----
+
+// Beam's candidates over an int8 projection: the quantized loop kernel
+// and the candidate scan, or the runtime's int8 kernel (scale after the
+// weight).
+// LOOPS-LABEL: func.func @topk_i8
+// LOOPS: call @tfm_linear_q_none
+// LOOPS: call @tfm_rt_topk_scan
+// LIB-LABEL: func.func @topk_i8
+// LIB: call @tfm_rt_topk_scan
+// LIB: } else {
+// LIB: call @tfm_rt_linear_topk_i8(%{{.+}}) : (memref<?x?x?xf32>, memref<?x?xi8>, memref<?xf32>, memref<?xf32>, memref<?xi32>, i64, memref<?xi32>, memref<?x?xf32>, memref<?x?xi32>) -> ()
+func.func @topk_i8(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %s: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>, %k: index) -> (tensor<?x?xf32>, tensor<?x?xi32>) {
+  %v, %i = tfm.linear_topk %x, %w, %b scale %s never %n eos %e allow %a count %k : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<10xf32> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return %v, %i : tensor<?x?xf32>, tensor<?x?xi32>
+}

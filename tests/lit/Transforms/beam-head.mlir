@@ -39,9 +39,11 @@ func.func @decode_step(%x: tensor<?x1x4xf32>, %w: tensor<10x4xbf16>, %b: tensor<
 
 // -----
 
-// Not fused: an int8 output projection (its scales) adds no decode_beam.
-// CHECK-LABEL: func.func @decode_step
-// CHECK-NOT: decode_beam
+// An int8 output projection is fused with its scales.
+// CHECK-LABEL: func.func @decode_beam
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x1x4xf32>, %[[W:[^:]+]]: tensor<10x4xi8>, %[[B:[^:]+]]: tensor<10xf32>, %[[S:[^:]+]]: tensor<10xf32>
+// CHECK-NOT: tfm.linear none
+// CHECK: tfm.linear_topk %[[X]], %[[W]], %[[B]] scale %[[S]] never {{.*}} : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32>, tensor<10xf32> -> tensor<?x?xf32>, tensor<?x?xi32>
 func.func @decode_step(%x: tensor<?x1x4xf32>, %w: tensor<10x4xi8>, %b: tensor<10xf32>, %s: tensor<10xf32>)
     -> tensor<?x1x10xf32> {
   %l = tfm.linear none %x, %w, %b scale %s : tensor<?x1x4xf32>, tensor<10x4xi8>, tensor<10xf32>, tensor<10xf32> -> tensor<?x1x10xf32>
