@@ -367,13 +367,116 @@ bool mergeShares(const std::vector<std::vector<ArgmaxScan>> &shares, int used,
   return true;
 }
 
+/// Whether an int8 head's inputs are laid out as linearI8 takes them, with
+/// ascending `never` ids and one allow flag per row.
+bool int8HeadOperands(const MemRefDescriptor<3> &x,
+                      const MemRefDescriptor<2, int8_t> &w,
+                      const MemRefDescriptor<1> &wScale,
+                      const MemRefDescriptor<1> &b,
+                      const MemRefDescriptor<1, int32_t> &never,
+                      const MemRefDescriptor<1, int32_t> &allow) {
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  return OneDnn::contiguous(x) && w.strides[1] == 1 && w.strides[0] == k &&
+         w.sizes[1] == k && b.strides[0] == 1 && b.sizes[0] == n &&
+         wScale.strides[0] == 1 && wScale.sizes[0] == n &&
+         allow.sizes[0] == m && (never.sizes[0] == 0 || never.strides[0] == 1) &&
+         (m == 0 || allow.strides[0] == 1);
+}
+
+/// The outputs OneDnn::linearI8() gives for x (no activation), made as it
+/// makes them on its packed path — the rows quantized once, then per block
+/// of columns the int8 products and their dequantization (Int8Rows.h) —
+/// and handed to a scan a block at a time, so they are never all written.
+/// usable() is false where linearI8 would not take its packed path: the
+/// caller then scans whole() outputs.
+class Int8Outputs {
+public:
+  Int8Outputs(OneDnn &lib, const MemRefDescriptor<3> &x,
+              const MemRefDescriptor<2, int8_t> &w,
+              const MemRefDescriptor<1> &wScale, const MemRefDescriptor<1> &b)
+      : lib(lib), x(x), w(w), wScale(wScale), b(b),
+        m(x.sizes[0] * x.sizes[1]), k(x.sizes[2]), n(w.sizes[0]) {}
+
+  bool usable() const {
+    return OneDnn::usePacked(m) && __builtin_cpu_supports("avx2");
+  }
+
+  /// With usable(): quantizes the rows; before blocks().
+  void prepare() {
+    pw = &lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
+    xq.resize(m * pw->kPadded);
+    rowScales.resize(m);
+    const float *in = x.aligned + x.offset;
+    for (int64_t r = 0; r < m; ++r)
+      rowScales[r] =
+          quantizeRowU8Avx2(in + r * k, k, xq.data() + r * pw->kPadded);
+  }
+
+  /// The outputs of panels [first, end) in blocks of whole `unit` columns
+  /// (a multiple of a panel pair), about 256 KB of products each:
+  /// scan(r, values, firstColumn, count) for every row of every block.
+  template <typename Scan>
+  void blocks(int64_t first, int64_t end, int64_t unit, Scan scan) const {
+    int64_t width = std::clamp<int64_t>((int64_t(1) << 16) / m, unit, 8192);
+    width -= width % unit;
+    const int64_t blockPanels = width / packed::kPanel;
+    thread_local std::vector<int32_t> acc;
+    thread_local std::vector<float> values;
+    acc.resize(m * width);
+    values.resize(width);
+    const float *scales = wScale.aligned + wScale.offset;
+    const float *bias = b.aligned + b.offset;
+    for (int64_t p = first; p < end; p += blockPanels) {
+      int64_t stop = std::min(end, p + blockPanels);
+      packed::int8ProductsBlock(xq.data(), m, *pw, acc.data(), width, p, stop);
+      int64_t c0 = p * packed::kPanel,
+              count = std::min(n, stop * packed::kPanel) - c0;
+      for (int64_t r = 0; r < m; ++r) {
+        dequantizeRowAvx2(acc.data() + r * width, pw->rowSums.data() + c0,
+                          kActivationLevels + 1, rowScales[r], scales + c0,
+                          bias + c0, values.data(), count, /*relu=*/false);
+        scan(r, values.data(), c0, count);
+      }
+    }
+  }
+
+  /// linearI8's whole [m, n] outputs, for the paths usable() leaves out.
+  const float *whole() {
+    wholeOutputs.resize(m * n);
+    MemRefDescriptor<3> y{wholeOutputs.data(),
+                          wholeOutputs.data(),
+                          0,
+                          {1, m, n},
+                          {m * n, n, 1}};
+    lib.linearI8(x, w, wScale, b, y,
+                 static_cast<int32_t>(KernelActivation::None));
+    return wholeOutputs.data();
+  }
+
+private:
+  OneDnn &lib;
+  const MemRefDescriptor<3> &x;
+  const MemRefDescriptor<2, int8_t> &w;
+  const MemRefDescriptor<1> &wScale, &b;
+  int64_t m, k, n;
+  const packed::PackedWeight *pw = nullptr;
+  std::vector<uint8_t> xq;
+  std::vector<float> rowScales, wholeOutputs;
+};
+
+ScanExclusions exclusionsOf(const MemRefDescriptor<1, int32_t> &never,
+                            int64_t eos) {
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  return excluded;
+}
+
 /// tfm.linear_argmax over an int8 weight (with its per-row scales): each
-/// row's choice among the outputs OneDnn::linearI8() would give, made as it
-/// makes them (the same quantized rows, int8 products and dequantization,
-/// Int8Rows.h) a block of columns at a time, so the [m, n] outputs are
-/// never written; the columns are split between the kernel threads as
-/// linearI8 splits them. Where linearI8 would not run the packed kernels,
-/// its outputs are computed whole and scanned.
+/// row's choice among the outputs OneDnn::linearI8() would give
+/// (Int8Outputs), the columns split between the kernel threads as
+/// linearI8 splits them, their choices merged in id order.
 void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
                     const MemRefDescriptor<2, int8_t> &w,
                     const MemRefDescriptor<1> &wScale,
@@ -382,104 +485,60 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
                     const MemRefDescriptor<1, int32_t> &allow,
                     const MemRefDescriptor<1, int32_t> &out) {
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
-  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
-      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
-      wScale.strides[0] != 1 || wScale.sizes[0] != n || allow.sizes[0] != m ||
-      out.sizes[0] != m || (never.sizes[0] > 0 && never.strides[0] != 1) ||
-      (m > 0 && (allow.strides[0] != 1 || out.strides[0] != 1))) {
+  if (!int8HeadOperands(x, w, wScale, b, never, allow) || out.sizes[0] != m ||
+      (m > 0 && out.strides[0] != 1)) {
     lib.fail("tfm_rt_linear_argmax_i8: unexpected operand layout");
     return;
   }
   if (m == 0)
     return;
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
+  const ScanExclusions excluded = exclusionsOf(never, eos);
   const int32_t *allowed = allow.aligned + allow.offset;
   int32_t *tokens = out.aligned + out.offset;
-  thread_local std::vector<ArgmaxScan> scans;
-  thread_local std::vector<float> whole;
+  Int8Outputs outputs(lib, x, w, wScale, b);
   auto scanWhole = [&] {
-    whole.resize(m * n);
-    MemRefDescriptor<3> y{
-        whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
-    lib.linearI8(x, w, wScale, b, y,
-                 static_cast<int32_t>(KernelActivation::None));
+    const float *values = outputs.whole();
     for (int64_t r = 0; r < m; ++r) {
       ArgmaxScan scan;
-      excluded.allowEos = allowed[r] != 0;
-      scan.add(whole.data() + r * n, 0, n, excluded);
+      ScanExclusions e = excluded;
+      e.allowEos = allowed[r] != 0;
+      scan.add(values + r * n, 0, n, e);
       tokens[r] = scan.best;
     }
   };
-  // linearI8's packed path (its other paths: the whole outputs).
-  if (!OneDnn::usePacked(m) || !__builtin_cpu_supports("avx2")) {
+  if (!outputs.usable()) {
     scanWhole();
     return;
   }
-  const packed::PackedWeight &pw =
-      lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
-  const int64_t ldq = pw.kPadded;
-  thread_local std::vector<uint8_t> xq;
-  thread_local std::vector<float> rowScales;
-  xq.resize(m * ldq);
-  rowScales.resize(m);
-  const float *in = x.aligned + x.offset;
-  for (int64_t r = 0; r < m; ++r)
-    rowScales[r] = quantizeRowU8Avx2(in + r * k, k, xq.data() + r * ldq);
-  const float *scales = wScale.aligned + wScale.offset;
-  const float *bias = b.aligned + b.offset;
-  // Blocks of whole panel pairs, about 256 KB of products.
-  int64_t width =
-      std::clamp<int64_t>((int64_t(1) << 16) / m, 2 * packed::kPanel, 8192);
-  width -= width % (2 * packed::kPanel);
-  const int64_t blockPanels = width / packed::kPanel;
+  outputs.prepare();
   struct Job {
-    const uint8_t *xq;
-    int64_t m, n, width, blockPanels;
-    const packed::PackedWeight *pw;
-    const float *rowScales, *scales, *bias;
+    const Int8Outputs *outputs;
     const ScanExclusions *excluded;
     const int32_t *allowed;
+    int64_t m, panels;
     std::vector<std::vector<ArgmaxScan>> shares;
     int used = 1;
-  } job{xq.data(), m,    n,         width,   blockPanels, &pw, rowScales.data(),
-        scales,    bias, &excluded, allowed, {},          1};
+  } job{&outputs, &excluded, allowed, m, packed::panelCount(n), {}, 1};
   auto share = [](Job &j, int64_t first, int64_t end,
                   std::vector<ArgmaxScan> &into) {
-    thread_local std::vector<int32_t> acc;
-    thread_local std::vector<float> values;
-    acc.resize(j.m * j.width);
-    values.resize(j.width);
     into.assign(j.m, ArgmaxScan());
-    ScanExclusions excluded = *j.excluded;
-    for (int64_t p = first; p < end; p += j.blockPanels) {
-      int64_t stop = std::min(end, p + j.blockPanels);
-      packed::int8ProductsBlock(j.xq, j.m, *j.pw, acc.data(), j.width, p, stop);
-      int64_t c0 = p * packed::kPanel,
-              count = std::min(j.n, stop * packed::kPanel) - c0;
-      for (int64_t r = 0; r < j.m; ++r) {
-        dequantizeRowAvx2(acc.data() + r * j.width, j.pw->rowSums.data() + c0,
-                          kActivationLevels + 1, j.rowScales[r], j.scales + c0,
-                          j.bias + c0, values.data(), count,
-                          /*relu=*/false);
-        excluded.allowEos = j.allowed[r] != 0;
-        into[r].add(values.data(), c0, count, excluded);
-      }
-    }
+    ScanExclusions e = *j.excluded;
+    j.outputs->blocks(first, end, 2 * packed::kPanel,
+                      [&](int64_t r, const float *values, int64_t c0,
+                          int64_t count) {
+                        e.allowEos = j.allowed[r] != 0;
+                        into[r].add(values, c0, count, e);
+                      });
   };
-  int64_t panels = packed::panelCount(n);
   int threads = OneDnn::packedThreads(m, n, k);
   job.shares.resize(std::max(threads, 1));
   if (threads <= 1) {
-    share(job, 0, panels, job.shares[0]);
+    share(job, 0, job.panels, job.shares[0]);
   } else {
     struct Call {
       Job *job;
       decltype(share) *body;
-      int64_t panels;
-    } call{&job, &share, panels};
+    } call{&job, &share};
     GOMP_parallel(
         [](void *data) {
           Call &c = *static_cast<Call *>(data);
@@ -488,7 +547,7 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
             c.job->used = count;
           if (t >= static_cast<int>(c.job->shares.size()))
             return;
-          auto [first, end] = packed::panelShare(c.panels, t, count);
+          auto [first, end] = packed::panelShare(c.job->panels, t, count);
           (*c.body)(*c.job, first, end, c.job->shares[t]);
         },
         &call, static_cast<unsigned>(threads), 0);
@@ -497,6 +556,7 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
       return;
     }
   }
+  thread_local std::vector<ArgmaxScan> scans;
   scans.resize(m);
   if (!mergeShares(job.shares, job.used, scans)) {
     scanWhole();
@@ -508,8 +568,8 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
 
 /// tfm.linear_topk over an int8 weight (with its per-row scales): each
 /// row's candidates (TopKScan.h) among the outputs OneDnn::linearI8() would
-/// give, made as linearArgmaxI8 makes them, in blocks of whole TopKScan
-/// chunks so the log_softmax sum has the same bits as over the whole row.
+/// give (Int8Outputs), in blocks of whole TopKScan chunks so the
+/// log_softmax sum has the bits of a scan over the whole row.
 void linearTopkI8(OneDnn &lib, const MemRefDescriptor<3> &x,
                   const MemRefDescriptor<2, int8_t> &w,
                   const MemRefDescriptor<1> &wScale,
@@ -518,77 +578,34 @@ void linearTopkI8(OneDnn &lib, const MemRefDescriptor<3> &x,
                   const MemRefDescriptor<1, int32_t> &allow,
                   const MemRefDescriptor<2> &values,
                   const MemRefDescriptor<2, int32_t> &ids) {
-  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0],
-          count = values.sizes[1];
-  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
-      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
-      wScale.strides[0] != 1 || wScale.sizes[0] != n || allow.sizes[0] != m ||
+  int64_t m = x.sizes[0] * x.sizes[1], n = w.sizes[0], count = values.sizes[1];
+  if (!int8HeadOperands(x, w, wScale, b, never, allow) ||
       values.sizes[0] != m || ids.sizes[0] != m || ids.sizes[1] != count ||
-      (never.sizes[0] > 0 && never.strides[0] != 1) ||
-      (m > 0 && (allow.strides[0] != 1 || values.strides[1] != 1 ||
-                 ids.strides[1] != 1))) {
+      (m > 0 && (values.strides[1] != 1 || ids.strides[1] != 1))) {
     lib.fail("tfm_rt_linear_topk_i8: unexpected operand layout");
     return;
   }
   if (m == 0)
     return;
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
+  ScanExclusions excluded = exclusionsOf(never, eos);
   const int32_t *allowed = allow.aligned + allow.offset;
   thread_local std::vector<TopKScan> scans;
   scans.resize(m);
   for (TopKScan &scan : scans)
     scan.reset(count);
-  if (!OneDnn::usePacked(m) || !__builtin_cpu_supports("avx2")) {
-    // linearI8's other paths: the whole outputs, then the scans.
-    thread_local std::vector<float> whole;
-    whole.resize(m * n);
-    MemRefDescriptor<3> y{
-        whole.data(), whole.data(), 0, {1, m, n}, {m * n, n, 1}};
-    lib.linearI8(x, w, wScale, b, y,
-                 static_cast<int32_t>(KernelActivation::None));
-    for (int64_t r = 0; r < m; ++r) {
-      excluded.allowEos = allowed[r] != 0;
-      scans[r].add(whole.data() + r * n, 0, n, excluded);
-    }
-  } else {
-    const packed::PackedWeight &pw =
-        lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
-    const int64_t ldq = pw.kPadded;
-    thread_local std::vector<uint8_t> xq;
-    thread_local std::vector<float> rowScales, block;
-    thread_local std::vector<int32_t> acc;
-    xq.resize(m * ldq);
-    rowScales.resize(m);
-    const float *in = x.aligned + x.offset;
-    for (int64_t r = 0; r < m; ++r)
-      rowScales[r] = quantizeRowU8Avx2(in + r * k, k, xq.data() + r * ldq);
-    // Blocks of whole chunks (and so of whole panel pairs), m x width
-    // products of about 256 KB.
+  auto scan = [&](int64_t r, const float *row, int64_t c0, int64_t cols) {
+    excluded.allowEos = allowed[r] != 0;
+    scans[r].add(row, c0, cols, excluded);
+  };
+  Int8Outputs outputs(lib, x, w, wScale, b);
+  if (outputs.usable()) {
+    outputs.prepare();
     static_assert(TopKScan::kChunk % (2 * packed::kPanel) == 0);
-    int64_t width =
-        std::clamp<int64_t>((int64_t(1) << 16) / m, TopKScan::kChunk, 8192);
-    width -= width % TopKScan::kChunk;
-    const int64_t blockPanels = width / packed::kPanel;
-    acc.resize(m * width);
-    block.resize(width);
-    const float *scales = wScale.aligned + wScale.offset;
-    const float *bias = b.aligned + b.offset;
-    for (int64_t p = 0; p < packed::panelCount(n); p += blockPanels) {
-      int64_t stop = std::min(packed::panelCount(n), p + blockPanels);
-      packed::int8ProductsBlock(xq.data(), m, pw, acc.data(), width, p, stop);
-      int64_t c0 = p * packed::kPanel,
-              cols = std::min(n, stop * packed::kPanel) - c0;
-      for (int64_t r = 0; r < m; ++r) {
-        dequantizeRowAvx2(acc.data() + r * width, pw.rowSums.data() + c0,
-                          kActivationLevels + 1, rowScales[r], scales + c0,
-                          bias + c0, block.data(), cols, /*relu=*/false);
-        excluded.allowEos = allowed[r] != 0;
-        scans[r].add(block.data(), c0, cols, excluded);
-      }
-    }
+    outputs.blocks(0, packed::panelCount(n), TopKScan::kChunk, scan);
+  } else {
+    const float *whole = outputs.whole();
+    for (int64_t r = 0; r < m; ++r)
+      scan(r, whole + r * n, 0, n);
   }
   for (int64_t r = 0; r < m; ++r)
     scans[r].write(values.aligned + values.offset + r * values.strides[0],
