@@ -28,6 +28,113 @@ using namespace tfmc::runtime::library;
 
 namespace {
 
+/// Whether a head's operands are laid out as the kernels take them: rows
+/// of x contiguous, the weight [n, k] row-major, one bias per output,
+/// ascending `never` ids and one allow flag per row.
+template <typename Weight>
+bool headOperands(const MemRefDescriptor<3> &x, const Weight &w,
+                  const MemRefDescriptor<1> &b,
+                  const MemRefDescriptor<1, int32_t> &never,
+                  const MemRefDescriptor<1, int32_t> &allow) {
+  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
+  return OneDnn::contiguous(x) && w.strides[1] == 1 && w.strides[0] == k &&
+         w.sizes[1] == k && b.strides[0] == 1 && b.sizes[0] == n &&
+         allow.sizes[0] == m &&
+         (never.sizes[0] == 0 || never.strides[0] == 1) &&
+         (m == 0 || allow.strides[0] == 1);
+}
+
+/// ... and, for an int8 weight, one scale per output.
+bool int8HeadOperands(const MemRefDescriptor<3> &x,
+                      const MemRefDescriptor<2, int8_t> &w,
+                      const MemRefDescriptor<1> &wScale,
+                      const MemRefDescriptor<1> &b,
+                      const MemRefDescriptor<1, int32_t> &never,
+                      const MemRefDescriptor<1, int32_t> &allow) {
+  return headOperands(x, w, b, never, allow) && wScale.strides[0] == 1 &&
+         wScale.sizes[0] == w.sizes[0];
+}
+
+/// The ids a head's scans skip: `never`, and eos (each row sets allowEos).
+ScanExclusions exclusionsOf(const MemRefDescriptor<1, int32_t> &never,
+                            int64_t eos) {
+  ScanExclusions excluded;
+  excluded.never = never.aligned + never.offset;
+  excluded.neverCount = never.sizes[0];
+  excluded.eos = eos;
+  return excluded;
+}
+
+/// One row's greedy choice from the choices of `count` scans of
+/// consecutive column shares (share(t), in id order), as one scan over all
+/// of them makes it: a later share's choice replaces an earlier one only
+/// when strictly greater, and a NaN taken first stays. False where a later
+/// share's choice is a NaN it took first: one scan might have chosen
+/// another id of that share, so the caller scans alone.
+template <typename Share>
+bool mergeChoices(int count, Share share, ArgmaxScan &best) {
+  best = ArgmaxScan();
+  for (int t = 0; t < count; ++t) {
+    const ArgmaxScan &s = share(t);
+    if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
+      continue;
+    if (best.best >= 0 && std::isnan(s.value))
+      return false;
+    if (best.best < 0 || s.value > best.value)
+      best = s;
+  }
+  return true;
+}
+
+/// Every row's greedy choice over the panels of a head, the columns split
+/// between the kernel threads (`threads`, GNU OpenMP) as the packed kernels
+/// split them: share(first, end, into) scans panels [first, end) for every
+/// row into `into` (m fresh scans), false when it cannot; the shares'
+/// choices are merged in id order (mergeChoices). False: the caller scans
+/// alone.
+template <typename Share>
+bool argmaxOverShares(int64_t m, int64_t panels, int threads, Share share,
+                      std::vector<ArgmaxScan> &scans) {
+  scans.resize(m);
+  if (threads <= 1)
+    return share(int64_t(0), panels, scans.data());
+  struct Job {
+    Share *share;
+    int64_t m, panels;
+    std::vector<std::vector<ArgmaxScan>> shares;
+    std::vector<char> ok;
+    int used = 0;
+  } job{&share, m, panels, {}, {}, 0};
+  job.shares.assign(threads, std::vector<ArgmaxScan>(m));
+  job.ok.assign(threads, 0);
+  GOMP_parallel(
+      [](void *data) {
+        Job &j = *static_cast<Job *>(data);
+        int t = omp_get_thread_num(), count = omp_get_num_threads();
+        if (t == 0)
+          j.used = count;
+        if (t >= static_cast<int>(j.shares.size()))
+          return;
+        auto [first, end] = packed::panelShare(j.panels, t, count);
+        j.ok[t] = (*j.share)(first, end, j.shares[t].data());
+      },
+      &job, static_cast<unsigned>(threads), 0);
+  // The team may be smaller than asked for (inside another parallel
+  // region); the shares were cut for the size it had.
+  if (job.used < 1 || job.used > threads)
+    return false;
+  for (int t = 0; t < job.used; ++t)
+    if (!job.ok[t])
+      return false;
+  for (int64_t r = 0; r < m; ++r)
+    if (!mergeChoices(
+            job.used,
+            [&](int t) -> const ArgmaxScan & { return job.shares[t][r]; },
+            scans[r]))
+      return false;
+  return true;
+}
+
 /// The outputs OneDnn::linear() or OneDnn::linearF16() would give for x,
 /// computed exactly as they compute them, fed to each row's scan (ArgmaxScan or
 /// TopKScan: `scans[r].add(values, first, count, exclusions)`, ids in
@@ -45,20 +152,14 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
                  std::vector<RowScan> &scans) {
   constexpr bool half = sizeof(*w.aligned) == 2;
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
-  if (!OneDnn::contiguous(x) || w.strides[1] != 1 || w.strides[0] != k ||
-      w.sizes[1] != k || b.strides[0] != 1 || b.sizes[0] != n ||
-      allow.sizes[0] != m || static_cast<int64_t>(scans.size()) != m ||
-      (never.sizes[0] > 0 && never.strides[0] != 1) ||
-      (m > 0 && allow.strides[0] != 1)) {
+  if (!headOperands(x, w, b, never, allow) ||
+      static_cast<int64_t>(scans.size()) != m) {
     lib.fail(std::string(kernel) + ": unexpected operand layout");
     return false;
   }
   if (m == 0)
     return true;
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
+  ScanExclusions excluded = exclusionsOf(never, eos);
   const int32_t *allowed = allow.aligned + allow.offset;
   auto scan = [&](const float *values, int64_t ld, int64_t first,
                   int64_t count) {
@@ -133,60 +234,17 @@ const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
 }
 
 /// Each row's greedy choice through the shortlist, the columns split
-/// between the kernel threads as the packed kernels split them (each
-/// thread's choices merged in id order: the values are finite, so the
-/// later share's wins only when strictly greater, as in one scan). False:
-/// the caller scans the full outputs.
+/// between the kernel threads as the packed kernels split them. False: the
+/// caller scans the full outputs.
 bool shortlistScan(const ShortlistWeight &sw, const float *x, int64_t m,
                    const ScanExclusions &excluded, const int32_t *allowEos,
                    std::vector<ArgmaxScan> &scans) {
-  int64_t panels = packed::panelCount(sw.n);
-  int threads = OneDnn::packedThreads(m, sw.n, sw.k);
-  if (threads <= 1)
-    return shortlistArgmax(sw, x, m, 0, panels, excluded, allowEos,
-                           scans.data());
-  struct Job {
-    const ShortlistWeight *sw;
-    const float *x;
-    int64_t m, panels;
-    const ScanExclusions *excluded;
-    const int32_t *allowEos;
-    std::vector<std::vector<ArgmaxScan>> shares;
-    std::vector<char> ok;
-    int used = 0;
-  } job{&sw, x, m, panels, &excluded, allowEos, {}, {}, 0};
-  job.shares.assign(threads, std::vector<ArgmaxScan>(m));
-  job.ok.assign(threads, 1);
-  GOMP_parallel(
-      [](void *data) {
-        Job &j = *static_cast<Job *>(data);
-        int t = omp_get_thread_num(), count = omp_get_num_threads();
-        if (t == 0)
-          j.used = count;
-        if (t >= static_cast<int>(j.shares.size()))
-          return;
-        auto [first, end] = packed::panelShare(j.panels, t, count);
-        j.ok[t] = shortlistArgmax(*j.sw, j.x, j.m, first, end, *j.excluded,
-                                  j.allowEos, j.shares[t].data());
+  return argmaxOverShares(
+      m, packed::panelCount(sw.n), OneDnn::packedThreads(m, sw.n, sw.k),
+      [&](int64_t first, int64_t end, ArgmaxScan *into) {
+        return shortlistArgmax(sw, x, m, first, end, excluded, allowEos, into);
       },
-      &job, static_cast<unsigned>(threads), 0);
-  // The team may be smaller than asked for (inside another parallel
-  // region); shares are made for the size it had.
-  if (job.used < 1 || job.used > threads)
-    return false;
-  for (int t = 0; t < job.used; ++t)
-    if (!job.ok[t])
-      return false;
-  for (int64_t r = 0; r < m; ++r) {
-    ArgmaxScan best;
-    for (int t = 0; t < job.used; ++t) {
-      const ArgmaxScan &s = job.shares[t][r];
-      if (s.best >= 0 && (best.best < 0 || s.value > best.value))
-        best = s;
-    }
-    scans[r] = best;
-  }
-  return true;
+      scans);
 }
 
 /// Publishes this member's choices over its share of the columns for every
@@ -199,16 +257,14 @@ bool publishArgmax(TeamMeeting &meeting, std::vector<ArgmaxScan> &partial,
   int32_t *tokens = out.aligned + out.offset;
   for (int64_t r = 0; r < m; ++r) {
     ArgmaxScan best;
-    for (int p = 0; p < meeting.members; ++p) {
-      const ArgmaxScan &s = static_cast<const ArgmaxScan *>(
-          meeting.offers[p].result)[meeting.firstRow + r];
-      if (s.best < 0 || (best.best >= 0 && std::isnan(best.value)))
-        continue;
-      if (best.best >= 0 && std::isnan(s.value))
-        return false; // one scan might have chosen a later id
-      if (best.best < 0 || s.value > best.value)
-        best = s;
-    }
+    if (!mergeChoices(
+            meeting.members,
+            [&](int p) -> const ArgmaxScan & {
+              return static_cast<const ArgmaxScan *>(
+                  meeting.offers[p].result)[meeting.firstRow + r];
+            },
+            best))
+      return false;
     tokens[r] = best.best;
   }
   return true;
@@ -230,10 +286,7 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   constexpr bool half = sizeof(*w.aligned) == 2;
   int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
   // Layouts scanOutputs would refuse are left to it (alone).
-  if (!inTeam() || !OneDnn::contiguous(x) || w.strides[1] != 1 ||
-      w.strides[0] != k || w.sizes[1] != k || b.strides[0] != 1 ||
-      b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
-      (never.sizes[0] > 0 && never.strides[0] != 1) || m == 0)
+  if (!inTeam() || m == 0 || !headOperands(x, w, b, never, allow))
     return false;
   TeamOffer mine;
   mine.layer = w.aligned + w.offset;
@@ -255,10 +308,7 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   partial.assign(total, ArgmaxScan());
   auto [first, end] = packed::panelShare(packed::panelCount(n), meeting.member,
                                          meeting.members);
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
+  ScanExclusions excluded = exclusionsOf(never, eos);
   if (const ShortlistWeight *sw = shortlistFor(lib, w, b, brain, total))
     if (shortlistArgmax(*sw, gathered.data(), total, first, end, excluded,
                         allowed.data(), partial.data()))
@@ -301,21 +351,13 @@ bool shortlistArgmaxAlone(OneDnn &lib, const MemRefDescriptor<3> &x,
                           int64_t eos,
                           const MemRefDescriptor<1, int32_t> &allow,
                           std::vector<ArgmaxScan> &scans) {
-  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
-  if (m == 0 || !OneDnn::contiguous(x) || w.strides[1] != 1 ||
-      w.strides[0] != k || w.sizes[1] != k || b.strides[0] != 1 ||
-      b.sizes[0] != n || allow.sizes[0] != m || allow.strides[0] != 1 ||
-      (never.sizes[0] > 0 && never.strides[0] != 1) ||
-      static_cast<int64_t>(scans.size()) != m)
+  int64_t m = x.sizes[0] * x.sizes[1];
+  if (m == 0 || !headOperands(x, w, b, never, allow))
     return false;
   const ShortlistWeight *sw = shortlistFor(lib, w, b, brain, m);
   if (!sw)
     return false;
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
-  return shortlistScan(*sw, x.aligned + x.offset, m, excluded,
+  return shortlistScan(*sw, x.aligned + x.offset, m, exclusionsOf(never, eos),
                        allow.aligned + allow.offset, scans);
 }
 
@@ -335,52 +377,17 @@ void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   if (teamArgmax(lib, x, w, b, brain, never, eos, allow, out))
     return;
   thread_local std::vector<ArgmaxScan> scans;
-  scans.assign(m, ArgmaxScan());
-  if (!shortlistArgmaxAlone(lib, x, w, b, brain, never, eos, allow, scans) &&
-      !scanOutputs(lib, "tfm_rt_linear_argmax", x, w, b, brain, never, eos,
-                   allow, scans))
-    return;
+  if (!shortlistArgmaxAlone(lib, x, w, b, brain, never, eos, allow, scans)) {
+    // The full scan, from fresh scans (a shortlist that gave up may have
+    // left some).
+    scans.assign(m, ArgmaxScan());
+    if (!scanOutputs(lib, "tfm_rt_linear_argmax", x, w, b, brain, never, eos,
+                     allow, scans))
+      return;
+  }
   int32_t *tokens = out.aligned + out.offset;
   for (int64_t r = 0; r < m; ++r)
     tokens[r] = scans[r].best;
-}
-
-/// Merges per-share choices (shares in id order) into scans: a later
-/// share's choice replaces an earlier one's only when strictly greater, as
-/// in one scan. False where a choice is NaN (one scan might have chosen
-/// otherwise): the caller scans again alone.
-bool mergeShares(const std::vector<std::vector<ArgmaxScan>> &shares, int used,
-                 std::vector<ArgmaxScan> &scans) {
-  for (size_t r = 0; r < scans.size(); ++r) {
-    ArgmaxScan best;
-    for (int t = 0; t < used; ++t) {
-      const ArgmaxScan &s = shares[t][r];
-      if (s.best < 0)
-        continue;
-      if (std::isnan(s.value) || (best.best >= 0 && std::isnan(best.value)))
-        return false;
-      if (best.best < 0 || s.value > best.value)
-        best = s;
-    }
-    scans[r] = best;
-  }
-  return true;
-}
-
-/// Whether an int8 head's inputs are laid out as linearI8 takes them, with
-/// ascending `never` ids and one allow flag per row.
-bool int8HeadOperands(const MemRefDescriptor<3> &x,
-                      const MemRefDescriptor<2, int8_t> &w,
-                      const MemRefDescriptor<1> &wScale,
-                      const MemRefDescriptor<1> &b,
-                      const MemRefDescriptor<1, int32_t> &never,
-                      const MemRefDescriptor<1, int32_t> &allow) {
-  int64_t m = x.sizes[0] * x.sizes[1], k = x.sizes[2], n = w.sizes[0];
-  return OneDnn::contiguous(x) && w.strides[1] == 1 && w.strides[0] == k &&
-         w.sizes[1] == k && b.strides[0] == 1 && b.sizes[0] == n &&
-         wScale.strides[0] == 1 && wScale.sizes[0] == n &&
-         allow.sizes[0] == m && (never.sizes[0] == 0 || never.strides[0] == 1) &&
-         (m == 0 || allow.strides[0] == 1);
 }
 
 /// The outputs OneDnn::linearI8() gives for x (no activation), made as it
@@ -464,15 +471,6 @@ private:
   std::vector<float> rowScales, wholeOutputs;
 };
 
-ScanExclusions exclusionsOf(const MemRefDescriptor<1, int32_t> &never,
-                            int64_t eos) {
-  ScanExclusions excluded;
-  excluded.never = never.aligned + never.offset;
-  excluded.neverCount = never.sizes[0];
-  excluded.eos = eos;
-  return excluded;
-}
-
 /// tfm.linear_argmax over an int8 weight (with its per-row scales): each
 /// row's choice among the outputs OneDnn::linearI8() would give
 /// (Int8Outputs), the columns split between the kernel threads as
@@ -511,54 +509,22 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
     return;
   }
   outputs.prepare();
-  struct Job {
-    const Int8Outputs *outputs;
-    const ScanExclusions *excluded;
-    const int32_t *allowed;
-    int64_t m, panels;
-    std::vector<std::vector<ArgmaxScan>> shares;
-    int used = 1;
-  } job{&outputs, &excluded, allowed, m, packed::panelCount(n), {}, 1};
-  auto share = [](Job &j, int64_t first, int64_t end,
-                  std::vector<ArgmaxScan> &into) {
-    into.assign(j.m, ArgmaxScan());
-    ScanExclusions e = *j.excluded;
-    j.outputs->blocks(first, end, 2 * packed::kPanel,
-                      [&](int64_t r, const float *values, int64_t c0,
-                          int64_t count) {
-                        e.allowEos = j.allowed[r] != 0;
-                        into[r].add(values, c0, count, e);
-                      });
-  };
-  int threads = OneDnn::packedThreads(m, n, k);
-  job.shares.resize(std::max(threads, 1));
-  if (threads <= 1) {
-    share(job, 0, job.panels, job.shares[0]);
-  } else {
-    struct Call {
-      Job *job;
-      decltype(share) *body;
-    } call{&job, &share};
-    GOMP_parallel(
-        [](void *data) {
-          Call &c = *static_cast<Call *>(data);
-          int t = omp_get_thread_num(), count = omp_get_num_threads();
-          if (t == 0)
-            c.job->used = count;
-          if (t >= static_cast<int>(c.job->shares.size()))
-            return;
-          auto [first, end] = packed::panelShare(c.job->panels, t, count);
-          (*c.body)(*c.job, first, end, c.job->shares[t]);
-        },
-        &call, static_cast<unsigned>(threads), 0);
-    if (job.used < 1 || job.used > threads) {
-      scanWhole();
-      return;
-    }
-  }
   thread_local std::vector<ArgmaxScan> scans;
-  scans.resize(m);
-  if (!mergeShares(job.shares, job.used, scans)) {
+  bool merged = argmaxOverShares(
+      m, packed::panelCount(n), OneDnn::packedThreads(m, n, k),
+      [&](int64_t first, int64_t end, ArgmaxScan *into) {
+        ScanExclusions e = excluded;
+        std::fill(into, into + m, ArgmaxScan());
+        outputs.blocks(
+            first, end, 2 * packed::kPanel,
+            [&](int64_t r, const float *values, int64_t c0, int64_t count) {
+              e.allowEos = allowed[r] != 0;
+              into[r].add(values, c0, count, e);
+            });
+        return true;
+      },
+      scans);
+  if (!merged) {
     scanWhole();
     return;
   }
