@@ -112,12 +112,9 @@ TFMC_AVX2 float quantizeRow(const float *w, int64_t k, int8_t *codes,
   float amax = *std::max_element(lanes, lanes + 8);
   for (; i < k; ++i)
     amax = std::max(amax, std::fabs(w[i]));
-  float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-  // A column too small for 127 / max|w| to be a float (max|w| below about
-  // 3.7e-37) gets no codes: all of it is residual, which the bound covers
-  // (0 · inf would otherwise make NaN codes and terms).
-  if (!std::isfinite(inv))
-    scale = inv = 0.0f;
+  // Quantize.h's rule: a column too small for 127 / max|w| to be a float
+  // gets no codes (all of it is residual, which the bound covers).
+  float scale = amax / 127.0f, inv = quantizationFactor(127.0f, amax);
   const __m256 inv8 = _mm256_set1_ps(inv), top = _mm256_set1_ps(127.0f),
                bottom = _mm256_set1_ps(-127.0f);
   const __m256d s4 = _mm256_set1_pd(scale);
@@ -185,20 +182,14 @@ bool prepareRow(const ShortlistWeight &w, const float *xr, RowBound &rb,
                 int8_t *codes, uint8_t *xq) {
   const int64_t k = w.k;
   double x2 = 0;
-  float amax = 0;
-  for (int64_t i = 0; i < k; ++i) {
+  for (int64_t i = 0; i < k; ++i)
     x2 += static_cast<double>(xr[i]) * xr[i];
-    amax = std::max(amax, std::fabs(xr[i]));
-  }
   if (!std::isfinite(x2))
     return false;
   rb = RowBound();
-  // A row too small for levels / max|x| to be a float has no codes (all of
-  // it is residual, which the bound covers).
-  if (std::isfinite(static_cast<float>(kActivationLevels) / amax))
-    rb.scale = quantizeActivationRow(xr, k, kActivationLevels, codes);
-  else
-    std::fill(codes, codes + k, 0);
+  // A row too small to quantize gets codes 0 (Quantize.h): all of it is
+  // residual, which the bound covers.
+  rb.scale = quantizeActivationRow(xr, k, kActivationLevels, codes);
   double d2 = 0;
   for (int64_t i = 0; i < k; ++i) {
     double d =
