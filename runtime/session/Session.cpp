@@ -156,14 +156,12 @@ void Session::prepareKernels() {
   SearchOptions options;
   options.maxLength = 1;
   // Best effort: where a step fails here, the first batch packs instead and
-  // reports the failure itself.
+  // reports the failure itself. Greedy only: its step packs every layer beam
+  // search shares, and a beam warm-up would also pack the float panels of a
+  // projection that greedy reads through its int8 shortlist (133 MB for
+  // 65,001 x 512), which a greedy-only process never needs.
   if (auto out = translate(one, options); !out)
     llvm::consumeError(out.takeError());
-  if (compiledModel->function("decode_beam")) {
-    options.beamSize = 2;
-    if (auto out = translateBeam(one, options); !out)
-      llvm::consumeError(out.takeError());
-  }
   encodeTime = decodeTime = stepTime = 0;
   rowSteps = 0;
 }

@@ -63,8 +63,8 @@ struct SessionOptions {
   bool profile = false;
   /// Per-phase times (compile phases, binding weights) nest here when set.
   mlir::TimingScope *timing = nullptr;
-  /// Run a one-token sentence through the encoder and the greedy and beam
-  /// steps at load (library kernels, translation compiled, not profiled),
+  /// Run a one-token sentence through the encoder and the greedy step at
+  /// load (library kernels, translation compiled, not profiled),
   /// so the kernels pack their weights into panels and prepare greedy's
   /// shortlist in open() rather than in the first batch's time. The times
   /// and row counts below start from zero after it.
