@@ -164,8 +164,8 @@ PYBIND11_MODULE(_tfmc, m) {
            py::arg("profile") = false,
            "Loads and compiles MODEL.json (through the compiled-model "
            "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' "
-           "('' = the "
-           "model file's compute_type, else float32). profile=True compiles "
+           "('' = the model file's compute_type, else float32). "
+           "profile=True compiles "
            "the profiled variant: profile() then says where translate "
            "calls spent their time.")
       .def(
