@@ -11,6 +11,7 @@
 #include "frontends/model/Float16.h"
 
 #include "frontends/model/ModelDescription.h"
+#include "frontends/model/PageMemory.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -40,7 +41,7 @@ int64_t TensorView::numElements() const {
 
 struct SafeTensorsFile::Impl {
   std::unique_ptr<MemoryBuffer> buffer;
-  std::vector<std::unique_ptr<float[]>> owned;
+  std::vector<pages::Array<float>> owned;
   StringMap<size_t> byName;
 };
 
@@ -56,7 +57,7 @@ int64_t SafeTensorsFile::releaseFloatCopy(StringRef name) {
   if (it == impl->byName.end())
     return 0;
   TensorView &view = views[it->second];
-  for (std::unique_ptr<float[]> &copy : impl->owned) {
+  for (pages::Array<float> &copy : impl->owned) {
     if (!copy || copy.get() != view.data)
       continue;
     copy.reset();
@@ -315,7 +316,7 @@ SafeTensorsFile::open(StringRef path) {
     } else if (e.dtype == "F32" && aligned && !sys::IsBigEndianHost) {
       view.data = reinterpret_cast<const float *>(src);
     } else {
-      auto storage = std::make_unique<float[]>(n);
+      pages::Array<float> storage(n);
       float *out = storage.get();
       if (e.dtype == "F32") {
         for (int64_t i = 0; i < n; ++i) {
@@ -369,9 +370,9 @@ SafeTensorsFile::open(StringRef path) {
                             scaleName, r, scale.data[r])
                         .str());
     int64_t n = view.numElements(), cols = view.shape[1];
-    auto storage = std::make_unique<float[]>(n);
+    pages::Array<float> storage(n);
     for (int64_t i = 0; i < n; ++i)
-      storage[i] = scale.data[i / cols] * float(view.int8[i]);
+      storage.get()[i] = scale.data[i / cols] * float(view.int8[i]);
     view.data = storage.get();
     view.int8Scales = scale.data;
     impl.owned.push_back(std::move(storage));

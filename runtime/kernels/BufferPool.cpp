@@ -7,12 +7,14 @@
 // The JIT resolves compiled code's `malloc`/`free` to this pool instead:
 // freed blocks are kept per size class and handed out again, so from the
 // second step on a decoder step makes no system allocation. Blocks above
-// kLargestPooled (2 MB: encoder buffers of a long batch) and anything beyond
-// kMostCached (24 MB) of idle blocks go back to the system, which bounds what
-// the pool can add to peak memory.
+// kLargestPooled (2 MB: encoder buffers of a long batch; huge-page mappings)
+// and anything beyond kMostCached (24 MB) of idle blocks go back to the
+// system, which bounds what the pool can add to peak memory.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
+
+#include "frontends/model/PageMemory.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -59,6 +61,16 @@ public:
         return block + kHeader;
       }
     }
+    if (cls > kLargestPooled) {
+      // Never pooled: a huge-page mapping (PageMemory.h) of just the bytes
+      // asked for, so an encoder buffer of a long batch faults in 2 MiB at
+      // a time; the header holds that size.
+      auto *block = static_cast<char *>(tfmc::pages::map(kHeader + size));
+      if (!block)
+        return nullptr;
+      *reinterpret_cast<size_t *>(block) = size;
+      return block + kHeader;
+    }
     auto *block = static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
     if (!block)
       return nullptr;
@@ -70,6 +82,7 @@ public:
     if (!payload)
       return;
     char *block = static_cast<char *>(payload) - kHeader;
+    // A size class, or the size of a mapped block (above kLargestPooled).
     size_t cls = *reinterpret_cast<size_t *>(block);
     if (cls <= kLargestPooled) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -78,8 +91,10 @@ public:
         cached += cls;
         return;
       }
+      std::free(block);
+      return;
     }
-    std::free(block);
+    tfmc::pages::unmap(block, kHeader + cls);
   }
 
 private:

@@ -69,7 +69,7 @@ Isa packed::preferredIsa() {
 namespace {
 
 template <typename T>
-void packInto(const T *w, int64_t n, int64_t k, std::vector<T> &out) {
+void packInto(const T *w, int64_t n, int64_t k, tfmc::pages::Vector<T> &out) {
   out.assign(panelCount(n) * kPanel * k, T(0));
   for (int64_t row = 0; row < n; ++row) {
     T *panel = out.data() + (row / kPanel) * kPanel * k;

@@ -21,6 +21,8 @@
 #ifndef RUNTIME_KERNELS_PACKEDGEMM_H
 #define RUNTIME_KERNELS_PACKEDGEMM_H
 
+#include "frontends/model/PageMemory.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -72,9 +74,9 @@ struct PackedWeight {
     return !half ? PanelFormat::F32 : brain ? PanelFormat::BF16
                                             : PanelFormat::F16;
   }
-  std::vector<float> f32;
-  std::vector<uint16_t> f16;
-  std::vector<int8_t> i8;
+  pages::Vector<float> f32;
+  pages::Vector<uint16_t> f16;
+  pages::Vector<int8_t> i8;
   /// int8: k rounded up to a multiple of 4, and Σk W[n, k] per column.
   int64_t kPadded = 0;
   std::vector<int32_t> rowSums;

@@ -2,6 +2,8 @@
 #ifndef RUNTIME_SESSION_BUFFER_H
 #define RUNTIME_SESSION_BUFFER_H
 
+#include "frontends/model/PageMemory.h"
+
 #include "llvm/Support/ErrorHandling.h"
 #include <sys/mman.h>
 
@@ -15,9 +17,10 @@ namespace tfmc::runtime {
 /// An array of T aligned to a cache line, sized once (zero-initialised
 /// unless asked otherwise). Arrays of kMappedBytes or more are mapped
 /// pages of their own: freeing one gives its memory back to the system at
-/// once. (Through malloc, a freed large block raises glibc's mmap
-/// threshold, later ones come from the heap, and a heap fragmented by KV
-/// caches of varying sizes keeps its peak resident.)
+/// once; from 2 MiB they are huge-page mappings (PageMemory.h). (Through
+/// malloc, a freed large block raises glibc's mmap threshold, later ones come
+/// from the heap, and a heap fragmented by KV caches of varying sizes keeps its
+/// peak resident.)
 template <typename T> class Buffer {
 public:
   Buffer() = default;
@@ -45,11 +48,13 @@ public:
       allocate(n, /*zero=*/false);
       return;
     }
-    size_t bytes = roundedBytes(n);
-    void *pages = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
-    if (pages == MAP_FAILED)
+    size_t bytes = mappingBytes(roundedBytes(n));
+    void *memory = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
+    if (memory == MAP_FAILED)
       llvm::report_bad_alloc_error("tfmc: out of memory");
-    ptr = static_cast<T *>(pages);
+    if (pages::mapped(bytes) && pages::adviseHugePages())
+      ::madvise(memory, bytes, MADV_HUGEPAGE);
+    ptr = static_cast<T *>(memory);
     mappedBytes = bytes;
     count = n;
   }
@@ -75,18 +80,29 @@ private:
   static size_t roundedBytes(size_t n) {
     return ((n * sizeof(T) + 63) / 64) * 64;
   }
+  /// The length of a mapping for `bytes`: whole huge pages from 2 MiB.
+  static size_t mappingBytes(size_t bytes) {
+    return pages::mapped(bytes) ? pages::mappingBytes(bytes) : bytes;
+  }
 
   void allocate(size_t n, bool zero) {
     release();
     size_t bytes = roundedBytes(n);
     if (bytes >= kMappedBytes) {
       // Fresh anonymous pages read as zero: no memset needed.
-      void *pages = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (pages == MAP_FAILED)
+      void *memory = nullptr;
+      if (pages::mapped(bytes)) {
+        memory = pages::map(bytes);
+      } else {
+        memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (memory == MAP_FAILED)
+          memory = nullptr;
+      }
+      if (!memory)
         llvm::report_bad_alloc_error("tfmc: out of memory");
-      ptr = static_cast<T *>(pages);
-      mappedBytes = bytes;
+      ptr = static_cast<T *>(memory);
+      mappedBytes = mappingBytes(bytes);
     } else {
       ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
       if (!ptr)

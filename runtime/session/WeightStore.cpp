@@ -42,10 +42,16 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
     if (arg.kind != ArgSpec::Kind::Weight)
       continue;
     std::vector<const frontend::TensorView *> views = parts(arg.name);
+    // Copies are sized once: a growing vector would fault its pages in
+    // again at every doubling.
+    int64_t elements = 0;
+    for (const frontend::TensorView *v : views)
+      elements += v->numElements();
     switch (arg.element) {
     case ArgSpec::Element::F32:
       if (views.size() > 1 && !packed.count(arg.name)) {
-        std::vector<float> &data = packed[arg.name];
+        pages::Vector<float> &data = packed[arg.name];
+        data.reserve(elements);
         for (const frontend::TensorView *v : views)
           data.insert(data.end(), v->data, v->data + v->numElements());
       }
@@ -53,7 +59,8 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
     case ArgSpec::Element::F16: {
       if (halves.count(arg.name))
         break;
-      std::vector<uint16_t> data;
+      pages::Vector<uint16_t> data;
+      data.reserve(elements);
       for (const frontend::TensorView *v : views) {
         for (int64_t i = 0; i < v->numElements(); ++i) {
           if (std::fabs(v->data[i]) > tfmc::kHalfMax)
@@ -74,7 +81,8 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
       // The float32 range: nothing to refuse, every value rounds.
       if (bfloats.count(arg.name))
         break;
-      std::vector<uint16_t> data;
+      pages::Vector<uint16_t> data;
+      data.reserve(elements);
       for (const frontend::TensorView *v : views)
         for (int64_t i = 0; i < v->numElements(); ++i)
           data.push_back(tfmc::floatToBFloat16(v->data[i]));
@@ -91,6 +99,7 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
         w.scales = views[0]->int8Scales;
         break;
       }
+      w.ownedValues.reserve(elements);
       for (const frontend::TensorView *v : views) {
         int64_t rows = v->shape[0], cols = v->shape[1];
         if (v->int8) {

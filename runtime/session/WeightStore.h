@@ -13,6 +13,7 @@
 #define RUNTIME_SESSION_WEIGHTSTORE_H
 
 #include "frontends/model/Model.h"
+#include "frontends/model/PageMemory.h"
 #include "runtime/session/CompiledModel.h"
 
 #include "llvm/Support/Error.h"
@@ -51,17 +52,17 @@ private:
   struct Int8Weight {
     const int8_t *values = nullptr;
     const float *scales = nullptr;
-    std::vector<int8_t> ownedValues;
+    pages::Vector<int8_t> ownedValues;
     std::vector<float> ownedScales;
   };
   /// float32 rows of "a|b|c" concatenated (a plain name: the view's data).
   std::vector<const frontend::TensorView *> parts(llvm::StringRef name) const;
 
   const frontend::Model &model;
-  std::map<std::string, std::vector<float>> packed;
-  std::map<std::string, std::vector<uint16_t>> halves;
+  std::map<std::string, pages::Vector<float>> packed;
+  std::map<std::string, pages::Vector<uint16_t>> halves;
   /// bfloat16 weights (compute type bfloat16), rounded at load.
-  std::map<std::string, std::vector<uint16_t>> bfloats;
+  std::map<std::string, pages::Vector<uint16_t>> bfloats;
   std::map<std::string, Int8Weight> int8;
   /// Every weight and weight-scale address handed out (released from the
   /// kernels' caches, which hold packed copies of the weights).
