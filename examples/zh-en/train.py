@@ -261,6 +261,24 @@ def adopt_checkpoint_architecture(args, latest):
             setattr(args, name, value)
 
 
+def adopt_init_model(args, init):
+    """--init: the architecture and tokenizers of an exported model (this
+    script's export: model.json, src.spm/tgt.spm) for a fresh run."""
+    with open(os.path.join(init, "model.json")) as f:
+        desc = json.load(f)
+    a = desc["architecture"]
+    if a["num_encoder_layers"] != a["num_decoder_layers"] or a["activation"] != "relu":
+        sys.exit(f"error: {init} is not a model this script trains")
+    args.d_model, args.heads, args.layers = a["d_model"], a["num_heads"], a["num_encoder_layers"]
+    args.d_ff, args.max_len, args.norm = a["d_ff"], a["max_len"], a["norm"]
+    args.embedding_scale = a["embedding_scale"]
+    weights = ref.read_safetensors(os.path.join(init, desc["weights"]))
+    args.tie_target = bool(np.array_equal(weights["decoder_embedding.weight"], weights["linear.weight"]))
+    for side in ("src", "tgt"):
+        shutil.copyfile(os.path.join(init, side + ".spm"), os.path.join(args.work, side + ".model"))
+    log(args.work, f"architecture and tokenizers from {init}")
+
+
 def average(paths):
     avg = None
     for p in paths:
@@ -350,6 +368,13 @@ def main():
     p.add_argument("--keep", type=int, default=8, help="checkpoints kept")
     p.add_argument("--export-only", action="store_true")
     p.add_argument("--no-dev", action="store_true", help="with --export-only: skip the dev BLEU")
+    p.add_argument("--init", metavar="MODEL_DIR",
+                   help="a fresh run starts from this exported model (its weights, tokenizers and "
+                        "architecture) instead of random weights: continued training, e.g. on "
+                        "diversified data")
+    p.add_argument("--init-step", type=int, default=0,
+                   help="with --init: the learning-rate schedule goes on from this step (the "
+                        "model's own last step continues its decay; 0 warms up again)")
     p.add_argument("--default-beam", type=int, default=0,
                    help="write \"decoding\": {\"beam_size\": K} into the exported model.json "
                         "(tfmc's default search for it; 0: none, greedy)")
@@ -366,9 +391,12 @@ def main():
     if len(train_zh) != len(train_en) or len(dev_zh) != len(dev_en):
         sys.exit("error: source and target files differ in length")
 
+    existing = checkpoints(args.work)
+    init = args.init if args.init and not existing else None
+    if init:
+        adopt_init_model(args, init)
     sp_src = train_spm(args.work, "src", train_zh, args.src_vocab, 0.9995)
     sp_tgt = train_spm(args.work, "tgt", train_en, args.tgt_vocab, 1.0)
-    existing = checkpoints(args.work)
     latest = torch.load(existing[-1], map_location="cpu") if existing else None
     adopt_checkpoint_architecture(args, latest)
     torch.manual_seed(args.seed)
@@ -398,6 +426,10 @@ def main():
         opt.load_state_dict(latest["optimizer"])
         step, epoch = latest["step"], latest["epoch"]
         log(args.work, f"resumed from {os.path.basename(existing[-1])} (step {step})")
+    elif init:
+        model.load_state_dict(ref.load(init).state_dict())
+        step = args.init_step
+        log(args.work, f"initialised from {init} (schedule from step {step})")
 
     pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(train_zh, train_en)]
     for zh_path, en_path in args.extra:
