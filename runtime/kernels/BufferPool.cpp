@@ -6,10 +6,15 @@
 // hidden rows, logits) would be mapped, faulted in and unmapped every step.
 // The JIT resolves compiled code's `malloc`/`free` to this pool instead:
 // freed blocks are kept per size class and handed out again, so from the
-// second step on a decoder step makes no system allocation. Blocks above
-// kLargestPooled (2 MB: encoder buffers of a long batch; huge-page mappings)
-// and anything beyond kMostCached (24 MB) of idle blocks go back to the
-// system, which bounds what the pool can add to peak memory.
+// second step on a decoder step makes no system allocation. Blocks up to
+// kLargestHeapBlock (2 MB) come from the heap, and up to kMostCachedHeap
+// (24 MB) of them are kept idle; larger ones (the encoder's buffers, a
+// wide batch's logits) are huge-page mappings (PageMemory.h), and up to
+// kMostCachedMapped (64 MB) of those are kept idle too: the next batch's
+// encoder then writes into pages it already has instead of pages the
+// system must find and zero again (on a VM that hands freed memory back
+// to its host, 1.5-2 ms per MB). Anything beyond goes back to the system,
+// which bounds what the pool adds to peak memory.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
@@ -24,8 +29,9 @@
 namespace {
 
 constexpr size_t kHeader = 64; // keeps payloads 64-byte aligned
-constexpr size_t kLargestPooled = size_t(2) << 20;
-constexpr size_t kMostCached = size_t(24) << 20;
+constexpr size_t kLargestHeapBlock = size_t(2) << 20;
+constexpr size_t kMostCachedHeap = size_t(24) << 20;
+constexpr size_t kMostCachedMapped = size_t(64) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
 /// 128 bytes, so every class is a multiple of the 64-byte alignment.
@@ -51,27 +57,20 @@ public:
 
   void *allocate(size_t size) {
     size_t cls = sizeClass(size);
-    if (cls <= kLargestPooled) {
+    bool mapped = cls > kLargestHeapBlock;
+    {
       std::lock_guard<std::mutex> lock(mutex);
       std::vector<char *> &list = idle[cls];
       if (!list.empty()) {
         char *block = list.back();
         list.pop_back();
-        cached -= cls;
+        (mapped ? cachedMapped : cachedHeap) -= cls;
         return block + kHeader;
       }
     }
-    if (cls > kLargestPooled) {
-      // Never pooled: a huge-page mapping (PageMemory.h) of just the bytes
-      // asked for, so an encoder buffer of a long batch faults in 2 MiB at
-      // a time; the header holds that size.
-      auto *block = static_cast<char *>(tfmc::pages::map(kHeader + size));
-      if (!block)
-        return nullptr;
-      *reinterpret_cast<size_t *>(block) = size;
-      return block + kHeader;
-    }
-    auto *block = static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
+    auto *block =
+        mapped ? static_cast<char *>(tfmc::pages::map(kHeader + cls))
+               : static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
     if (!block)
       return nullptr;
     *reinterpret_cast<size_t *>(block) = cls;
@@ -82,25 +81,27 @@ public:
     if (!payload)
       return;
     char *block = static_cast<char *>(payload) - kHeader;
-    // A size class, or the size of a mapped block (above kLargestPooled).
     size_t cls = *reinterpret_cast<size_t *>(block);
-    if (cls <= kLargestPooled) {
+    bool mapped = cls > kLargestHeapBlock;
+    {
       std::lock_guard<std::mutex> lock(mutex);
-      if (cached + cls <= kMostCached) {
+      size_t &cached = mapped ? cachedMapped : cachedHeap;
+      if (cached + cls <= (mapped ? kMostCachedMapped : kMostCachedHeap)) {
         idle[cls].push_back(block);
         cached += cls;
         return;
       }
-      std::free(block);
-      return;
     }
-    tfmc::pages::unmap(block, kHeader + cls);
+    if (mapped)
+      tfmc::pages::unmap(block, kHeader + cls);
+    else
+      std::free(block);
   }
 
 private:
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<char *>> idle;
-  size_t cached = 0;
+  size_t cachedHeap = 0, cachedMapped = 0;
 };
 
 void *poolMalloc(size_t size) { return BufferPool::get().allocate(size); }
