@@ -66,6 +66,8 @@ inline size_t mappingBytes(size_t bytes) {
 /// A zero-filled mapping of mappingBytes(bytes), 2 MiB aligned and advised
 /// for huge pages; nullptr when the system refuses.
 inline void *map(size_t bytes) {
+  if (bytes > SIZE_MAX - 2 * kHugePageBytes)
+    return nullptr;
   size_t length = mappingBytes(bytes);
   // Over-allocate by one huge page and trim both ends to the alignment.
   size_t reserved = length + kHugePageBytes;
@@ -102,7 +104,8 @@ constexpr size_t kSmallPageBytes = 4096;
 
 /// The chunks: bump allocation, blocks freed out of order kept by size for
 /// reuse (their pages given back at once), a chunk unmapped when its last
-/// block is freed. Never destroyed: owners torn down during static
+/// block is freed (the one blocks are carved from is reset instead). Never
+/// destroyed: owners torn down during static
 /// destruction may still free into it.
 class Slab {
 public:
@@ -146,7 +149,10 @@ public:
     Chunk *c = chunkOf(p);
     c->live -= size;
     if (c->live == 0) {
-      // Forget its idle blocks, then the chunk itself.
+      // Forget its idle blocks; then the chunk goes back to the system,
+      // unless it is the one blocks are carved from: that one starts
+      // again from its base with its pages given back, so a loop that
+      // makes and frees one array does not map and unmap 32 MiB a pass.
       for (auto &entry : idle) {
         std::vector<char *> &list = entry.second;
         size_t kept = 0;
@@ -154,6 +160,11 @@ public:
           if (b < c->base || b >= c->base + kChunkBytes)
             list[kept++] = b;
         list.resize(kept);
+      }
+      if (c == &chunks.back()) {
+        ::madvise(c->base, c->top, MADV_DONTNEED);
+        c->top = 0;
+        return;
       }
       unmap(c->base, kChunkBytes);
       chunks.erase(chunks.begin() + (c - chunks.data()));
@@ -216,7 +227,9 @@ template <typename T> struct Allocator {
   Allocator() = default;
   template <typename U> Allocator(const Allocator<U> &) {}
   T *allocate(size_t n) {
-    void *p = pages::allocate(n * sizeof(T));
+    void *p = n > SIZE_MAX / sizeof(T) - kHugePageBytes
+                  ? nullptr
+                  : pages::allocate(n * sizeof(T));
     if (!p)
       outOfMemory();
     return static_cast<T *>(p);
@@ -239,7 +252,10 @@ template <typename T> class Array {
 public:
   Array() = default;
   explicit Array(size_t n)
-      : ptr(static_cast<T *>(allocate(n * sizeof(T)))), count(n) {
+      : ptr(n > SIZE_MAX / sizeof(T) - kHugePageBytes
+                ? nullptr
+                : static_cast<T *>(allocate(n * sizeof(T)))),
+        count(n) {
     if (!ptr)
       outOfMemory();
   }

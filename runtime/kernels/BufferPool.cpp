@@ -55,8 +55,20 @@ public:
     return *pool;
   }
 
-  void *allocate(size_t size) {
+  /// A mapped block's class fills whole huge pages with its header: a
+  /// class of 4 MiB would otherwise map (and, advised, fault in) a third
+  /// huge page for 64 bytes.
+  static size_t blockClass(size_t size) {
     size_t cls = sizeClass(size);
+    if (cls <= kLargestHeapBlock)
+      return cls;
+    return tfmc::pages::mappingBytes(cls + kHeader) - kHeader;
+  }
+
+  void *allocate(size_t size) {
+    if (size > (size_t(1) << 46))
+      return nullptr;
+    size_t cls = blockClass(size);
     bool mapped = cls > kLargestHeapBlock;
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -64,7 +76,7 @@ public:
       if (!list.empty()) {
         char *block = list.back();
         list.pop_back();
-        (mapped ? cachedMapped : cachedHeap) -= cls;
+        (mapped ? cachedMapped : cachedHeap) -= kHeader + cls;
         return block + kHeader;
       }
     }
@@ -86,9 +98,10 @@ public:
     {
       std::lock_guard<std::mutex> lock(mutex);
       size_t &cached = mapped ? cachedMapped : cachedHeap;
-      if (cached + cls <= (mapped ? kMostCachedMapped : kMostCachedHeap)) {
+      if (cached + kHeader + cls <=
+          (mapped ? kMostCachedMapped : kMostCachedHeap)) {
         idle[cls].push_back(block);
-        cached += cls;
+        cached += kHeader + cls;
         return;
       }
     }

@@ -44,10 +44,12 @@ std::string vmFlagsOf(const void *p) {
   return "";
 }
 
-/// Whether the kernel has transparent huge pages (then MADV_HUGEPAGE marks
-/// the mapping "hg" whatever the policy; without them it is refused).
-bool kernelHasHugePages() {
-  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
+/// Whether mappings are advised: the kernel has transparent huge pages
+/// (then MADV_HUGEPAGE marks the mapping "hg" whatever the policy; without
+/// them it is refused) and TFMC_HUGE_PAGES is not "never".
+bool expectAdvice() {
+  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good() &&
+         pages::adviseHugePages();
 }
 
 bool advised(const void *p) {
@@ -63,7 +65,7 @@ TEST(PageMemory, LargeArraysAreHugePageMappingsOfTheirOwn) {
   for (size_t i = 0; i < a.size(); i += 4096)
     EXPECT_EQ(a.get()[i], 0.0f);
   std::memset(a.get(), 0x7f, a.size() * sizeof(float));
-  EXPECT_EQ(advised(a.get()), kernelHasHugePages()) << vmFlagsOf(a.get());
+  EXPECT_EQ(advised(a.get()), expectAdvice()) << vmFlagsOf(a.get());
 }
 
 TEST(PageMemory, MediumArraysShareAdvisedChunks) {
@@ -74,7 +76,7 @@ TEST(PageMemory, MediumArraysShareAdvisedChunks) {
     char *p = arrays.back().get();
     EXPECT_TRUE(aligned(p, pages::kSmallPageBytes));
     std::memset(p, int(kb), kb << 10);
-    EXPECT_EQ(advised(p), kernelHasHugePages()) << vmFlagsOf(p);
+    EXPECT_EQ(advised(p), expectAdvice()) << vmFlagsOf(p);
     seen.insert(reinterpret_cast<uintptr_t>(p));
   }
   EXPECT_EQ(seen.size(), arrays.size());
@@ -87,6 +89,7 @@ TEST(PageMemory, MediumArraysShareAdvisedChunks) {
 
 TEST(PageMemory, FreedBlocksAreReusedAndChunksGoBack) {
   pages::Array<char> keep(256 << 10);
+  char *base = keep.get();
   char *middle;
   {
     pages::Array<char> a(512 << 10), b(512 << 10);
@@ -99,10 +102,42 @@ TEST(PageMemory, FreedBlocksAreReusedAndChunksGoBack) {
     // Its pages were given back: it reads as zero again.
     EXPECT_EQ(d.get()[0], 0);
     EXPECT_EQ(d.get()[(512 << 10) - 1], 0);
+    std::memset(b.get(), 2, b.size());
+    d.reset(); // idle again when the chunk empties below
   }
+  // The mapping is there (the smaps reader works) ...
+  EXPECT_NE(vmFlagsOf(base), "");
   keep.reset();
-  // Every block of the chunk freed: the chunk is unmapped, not reused.
-  EXPECT_EQ(vmFlagsOf(middle), "");
+  // ... and once every block is freed the chunk blocks are carved from
+  // starts again at its base, its pages given back, its idle list empty.
+  pages::Array<char> again(512 << 10);
+  EXPECT_EQ(again.get(), base);
+  for (size_t i = 0; i < again.size(); i += 4096)
+    ASSERT_EQ(again.get()[i], 0) << i;
+  std::memset(again.get(), 3, again.size());
+  pages::Array<char> next(512 << 10);
+  EXPECT_EQ(next.get(), base + (512 << 10)); // not the stale idle block
+}
+
+TEST(PageMemory, FullChunksAreFollowedByNewOnes) {
+  std::vector<pages::Array<char>> arrays;
+  int jumps = 0; // blocks not right after the one before: a new chunk
+  for (int i = 0; i < 40; ++i) { // 40 MiB: more than one 32 MiB chunk
+    arrays.emplace_back(size_t(1) << 20);
+    std::memset(arrays.back().get(), i, arrays.back().size());
+    if (i && arrays[i].get() != arrays[i - 1].get() + (size_t(1) << 20))
+      ++jumps;
+  }
+  EXPECT_EQ(jumps, 1);
+  EXPECT_EQ(arrays[32].get() - arrays[0].get() >= 0 &&
+                arrays[32].get() - arrays[0].get() < 32 << 20,
+            false); // block 32 is not in the first chunk
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(arrays[i].get()[12345], char(i));
+  // The first chunk, emptied while another is current, is unmapped.
+  char *first = arrays[0].get();
+  arrays.erase(arrays.begin(), arrays.begin() + 32);
+  EXPECT_EQ(vmFlagsOf(first), "");
 }
 
 TEST(PageMemory, VectorsUseThePages) {
