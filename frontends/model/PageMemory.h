@@ -105,8 +105,8 @@ constexpr size_t kSmallPageBytes = 4096;
 /// The chunks: bump allocation, blocks freed out of order kept by size for
 /// reuse (their pages given back at once), a chunk unmapped when its last
 /// block is freed (the one blocks are carved from is reset instead). Never
-/// destroyed: owners torn down during static
-/// destruction may still free into it.
+/// destroyed: owners torn down during static destruction may still free
+/// into it.
 class Slab {
 public:
   static Slab &get() {
@@ -170,13 +170,11 @@ public:
       chunks.erase(chunks.begin() + (c - chunks.data()));
       return;
     }
-    if (p + size == c->base + c->top) {
-      c->top -= size;
-      ::madvise(p, size, MADV_DONTNEED);
-      return;
-    }
     ::madvise(p, size, MADV_DONTNEED);
-    idle[size].push_back(p);
+    if (p + size == c->base + c->top)
+      c->top -= size; // the last block carved: carve it again
+    else
+      idle[size].push_back(p);
   }
 
 private:
@@ -221,19 +219,22 @@ inline void release(void *p, size_t bytes) {
     std::free(p);
 }
 
+/// allocate() for n elements of T; running out of memory (or a size beyond
+/// what a mapping can hold) ends the process.
+template <typename T> T *allocateElements(size_t n) {
+  void *p = n > SIZE_MAX / sizeof(T) - kHugePageBytes ? nullptr
+                                                      : allocate(n * sizeof(T));
+  if (!p)
+    outOfMemory();
+  return static_cast<T *>(p);
+}
+
 /// A std::allocator for vectors of weights and panels.
 template <typename T> struct Allocator {
   using value_type = T;
   Allocator() = default;
   template <typename U> Allocator(const Allocator<U> &) {}
-  T *allocate(size_t n) {
-    void *p = n > SIZE_MAX / sizeof(T) - kHugePageBytes
-                  ? nullptr
-                  : pages::allocate(n * sizeof(T));
-    if (!p)
-      outOfMemory();
-    return static_cast<T *>(p);
-  }
+  T *allocate(size_t n) { return allocateElements<T>(n); }
   void deallocate(T *p, size_t n) { pages::release(p, n * sizeof(T)); }
   template <typename U> bool operator==(const Allocator<U> &) const {
     return true;
@@ -251,14 +252,7 @@ template <typename T> using Vector = std::vector<T, Allocator<T>>;
 template <typename T> class Array {
 public:
   Array() = default;
-  explicit Array(size_t n)
-      : ptr(n > SIZE_MAX / sizeof(T) - kHugePageBytes
-                ? nullptr
-                : static_cast<T *>(allocate(n * sizeof(T)))),
-        count(n) {
-    if (!ptr)
-      outOfMemory();
-  }
+  explicit Array(size_t n) : ptr(allocateElements<T>(n)), count(n) {}
   Array(const Array &) = delete;
   Array &operator=(const Array &) = delete;
   Array(Array &&other) noexcept { *this = static_cast<Array &&>(other); }
