@@ -35,6 +35,15 @@ layerArguments(const CallFrame &frame, int64_t layers) {
   return {std::move(cross), std::move(self)};
 }
 
+/// The self caches' next capacity: doubled, or straight to the limit where
+/// doubling would leave less than half the present capacity to grow into (a
+/// last growth by a few positions would copy every cache once more: 32 ->
+/// 64 -> 65 becomes 32 -> 65).
+static int64_t grownCapacity(int64_t capacity, int64_t limit) {
+  int64_t doubled = 2 * capacity;
+  return doubled + capacity / 2 >= limit ? limit : doubled;
+}
+
 char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
   int64_t floats = (elements * bytes + sizeof(float) - 1) / sizeof(float);
   return reinterpret_cast<char *>(arena.acquire(floats));
@@ -49,6 +58,8 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
   capacity = std::clamp<int64_t>(shape.initialPositions, 1, limit);
+  if (capacity + capacity / 2 >= limit)
+    capacity = limit;
   // Argument indices of the per-layer buffers, looked up once rather than
   // by name at every step.
   std::tie(crossArgs, selfArgs) = layerArguments(frame, layers);
@@ -202,7 +213,7 @@ bool BatchDecoder::runStep(
     StepKind kind, llvm::ArrayRef<int32_t> next,
     llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
   if (position >= capacity)
-    growSelfCaches(2 * capacity);
+    growSelfCaches(grownCapacity(capacity, limit));
   std::copy(next.begin(), next.end(), tokens.data());
   auto start = std::chrono::steady_clock::now();
   rows += active;

@@ -15,7 +15,8 @@
 //    only their filled positions; a slot that is both read and overwritten
 //    is saved to a scratch area first.
 // Self caches start with room for BatchShape::initialPositions and double
-// (up to the batch's limit) when a step needs more, so a batch holds
+// (up to the batch's limit, or to the limit at once when it is less than
+// half as far again) when a step needs more, so a batch holds
 // memory for the length it reaches rather than for the length it may
 // reach (sentences end long before 3 x source + 10).
 // Keys and values are float32 or float16 (tfm-half-caches), as the compiled
