@@ -366,9 +366,10 @@ const packed::PackedWeight &OneDnn::panels(const void *weight, int64_t n,
   bool half = type == PanelType::F16 || brain, int8 = type == PanelType::I8;
   std::lock_guard<std::mutex> lock(mutex);
   std::deque<packed::PackedWeight> &copies = packedPanels[weight];
+  // A float32 request may have been packed as exact halves.
   for (const packed::PackedWeight &c : copies)
-    if (c.n == n && c.k == k && c.half == half && c.brain == brain &&
-        c.int8 == int8)
+    if (c.n == n && c.k == k && (c.half == half || (!half && c.exactHalves)) &&
+        c.brain == brain && c.int8 == int8)
       return c;
   const auto *bits = static_cast<const uint16_t *>(weight);
   copies.push_back(

@@ -4,6 +4,7 @@
 
 #include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "frontends/model/Float16.h"
 
 #include <immintrin.h>
 
@@ -393,10 +394,48 @@ void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
   });
 }
 
-PackedWeight packed::pack(const float *w, int64_t n, int64_t k) {
+/// Whether every one of the `count` floats at `w` is an IEEE half exactly:
+/// rounding it to a half and widening that back gives the same bits (a NaN
+/// never counts). Stops at the first that is not.
+__attribute__((target("avx2,f16c"))) static bool allExactHalves(const float *w,
+                                                               int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 v = _mm256_loadu_ps(w + i);
+    __m256 back = _mm256_cvtph_ps(
+        _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Bits, not values: -0 and 0 differ, and a NaN equals nothing.
+    __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(v),
+                                      _mm256_castps_si256(back));
+    __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+    if ((_mm256_movemask_ps(_mm256_castsi256_ps(same)) &
+         _mm256_movemask_ps(ordered)) != 0xff)
+      return false;
+  }
+  for (; i < count; ++i) {
+    float back = tfmc::halfToFloat(tfmc::floatToHalf(w[i]));
+    if (std::isnan(w[i]) || std::memcmp(&back, w + i, sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
+                          bool exactAsHalves) {
   PackedWeight p;
   p.n = n;
   p.k = k;
+  if (exactAsHalves && availableOnThisCpu() && allExactHalves(w, n * k)) {
+    p.half = p.exactHalves = true;
+    p.f16.assign(panelCount(n) * kPanel * k, 0);
+    for (int64_t row = 0; row < n; ++row) {
+      uint16_t *panel = p.f16.data() + (row / kPanel) * kPanel * k;
+      int64_t j = row % kPanel;
+      for (int64_t c = 0; c < k; ++c)
+        panel[c * kPanel + j] = tfmc::floatToHalf(w[row * k + c]);
+    }
+    return p;
+  }
   packInto(w, n, k, p.f32);
   return p;
 }

@@ -68,8 +68,9 @@ enum class PanelFormat { F32, F16, BF16 };
 struct PackedWeight {
   int64_t n = 0, k = 0;
   /// `half`: 16-bit panels (in `f16`), IEEE half or, with `brain`,
-  /// bfloat16.
-  bool half = false, brain = false, int8 = false;
+  /// bfloat16. `exactHalves`: packed from float32 values that are all IEEE
+  /// halves exactly (pack()), so kept as halves.
+  bool half = false, brain = false, int8 = false, exactHalves = false;
   PanelFormat format() const {
     return !half ? PanelFormat::F32 : brain ? PanelFormat::BF16
                                             : PanelFormat::F16;
@@ -83,7 +84,13 @@ struct PackedWeight {
 };
 
 /// Packs W ([n, k], row-major) as float32 or, from IEEE-half bits, as halves.
-PackedWeight pack(const float *w, int64_t n, int64_t k);
+/// A float32 W whose every value is an IEEE half exactly (a model stored as
+/// float16 and widened at load) is packed as halves unless `exactAsHalves`
+/// is false: the kernels widen them back exactly and run the same FMAs in
+/// the same order, so the results are bit for bit those of float32 panels,
+/// from half the bytes.
+PackedWeight pack(const float *w, int64_t n, int64_t k,
+                  bool exactAsHalves = true);
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
 /// ... and from bfloat16 bits (kept in `f16`, with `brain` set).
 PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);

@@ -58,8 +58,6 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
       layers(shape.layers), dModel(shape.dModel), vocab(shape.vocab),
       active(src.rows) {
   capacity = std::clamp<int64_t>(shape.initialPositions, 1, limit);
-  if (capacity + capacity / 2 >= limit)
-    capacity = limit;
   // Argument indices of the per-layer buffers, looked up once rather than
   // by name at every step.
   std::tie(crossArgs, selfArgs) = layerArguments(frame, layers);

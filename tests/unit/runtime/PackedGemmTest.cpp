@@ -204,6 +204,54 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
       }
 }
 
+/// Float32 weights that are all halves exactly (a float16 model widened at
+/// load) are packed as halves, and give the float32 panels' results bit for
+/// bit; one value that is not a half keeps the whole weight float32.
+TEST(PackedGemm, ExactHalvesGiveTheFloat32Results) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(11);
+  for (Shape s : {Shape{512, 512}, Shape{37, 19}, Shape{100, 33}})
+    for (int64_t m : {1, 5, 8, 16, 23, 64}) {
+      std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
+                         b = normal(s.n, rng);
+      for (float &v : w)
+        v = tfmc::halfToFloat(tfmc::floatToHalf(v));
+      w[0] = -0.0f;                    // a half too
+      w[1] = 6.0e-8f;                  // rounds to the smallest subnormal half
+      w[1] = tfmc::halfToFloat(tfmc::floatToHalf(w[1]));
+      packed::PackedWeight halves = packed::pack(w.data(), s.n, s.k);
+      packed::PackedWeight floats =
+          packed::pack(w.data(), s.n, s.k, /*exactAsHalves=*/false);
+      ASSERT_EQ(halves.format(), packed::PanelFormat::F16);
+      ASSERT_TRUE(halves.exactHalves);
+      ASSERT_EQ(floats.format(), packed::PanelFormat::F32);
+      for (packed::Isa isa : isasHere())
+        for (int32_t act : {0, 1}) {
+          std::vector<float> y(m * s.n), want(m * s.n);
+          packed::linear(x.data(), m, halves, b.data(), y.data(), act, isa);
+          packed::linear(x.data(), m, floats, b.data(), want.data(), act, isa);
+          EXPECT_EQ(0,
+                    std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+              << "isa " << int(isa) << " n " << s.n << " k " << s.k << " m "
+              << m << " act " << act;
+        }
+      // The last value (past the 8-wide checks when n * k is not a multiple
+      // of 8) or one in the middle is not a half: float32 panels.
+      for (size_t at : {w.size() - 1, w.size() / 2}) {
+        std::vector<float> notHalves = w;
+        notHalves[at] = std::nextafter(notHalves[at], 10.0f);
+        EXPECT_EQ(packed::pack(notHalves.data(), s.n, s.k).format(),
+                  packed::PanelFormat::F32)
+            << at;
+      }
+      std::vector<float> nan = w;
+      nan[2] = std::nanf("");
+      EXPECT_EQ(packed::pack(nan.data(), s.n, s.k).format(),
+                packed::PanelFormat::F32);
+    }
+}
+
 /// Inputs as a ReLU leaves them: skipping the k steps where a whole row
 /// tile is zero gives the results of running every step, bit for bit, on
 /// each instruction set, alone and with the columns split between threads
