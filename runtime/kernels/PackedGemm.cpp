@@ -420,6 +420,20 @@ __attribute__((target("avx2,f16c"))) static bool allExactHalves(const float *w,
   return true;
 }
 
+/// The halves of `count` floats (rounded to nearest even: exact for
+/// values that are halves).
+__attribute__((target("avx2,f16c"))) static void
+halvesOf(const float *w, int64_t count, uint16_t *out) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(w + i),
+                                     _MM_FROUND_TO_NEAREST_INT |
+                                         _MM_FROUND_NO_EXC));
+  for (; i < count; ++i)
+    out[i] = tfmc::floatToHalf(w[i]);
+}
+
 PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
                           bool exactAsHalves) {
   PackedWeight p;
@@ -428,11 +442,13 @@ PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
   if (exactAsHalves && availableOnThisCpu() && allExactHalves(w, n * k)) {
     p.half = p.exactHalves = true;
     p.f16.assign(panelCount(n) * kPanel * k, 0);
-    for (int64_t row = 0; row < n; ++row) {
-      uint16_t *panel = p.f16.data() + (row / kPanel) * kPanel * k;
-      int64_t j = row % kPanel;
+    std::vector<uint16_t> row(k);
+    for (int64_t r = 0; r < n; ++r) {
+      halvesOf(w + r * k, k, row.data());
+      uint16_t *panel = p.f16.data() + (r / kPanel) * kPanel * k;
+      int64_t j = r % kPanel;
       for (int64_t c = 0; c < k; ++c)
-        panel[c * kPanel + j] = tfmc::floatToHalf(w[row * k + c]);
+        panel[c * kPanel + j] = row[c];
     }
     return p;
   }
