@@ -394,42 +394,91 @@ void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
   });
 }
 
-/// Whether every one of the `count` floats at `w` is an IEEE half exactly:
-/// rounding it to a half and widening that back gives the same bits (a NaN
-/// never counts). Stops at the first that is not.
-__attribute__((target("avx2,f16c"))) static bool allExactHalves(const float *w,
-                                                               int64_t count) {
+// Exact halves, by integer arithmetic on the float32 bits (whatever the
+// floating-point modes; infinities and NaNs excluded in every lane). A
+// float32 with biased exponent e is a half exactly when it is ±0, or e is
+// in [103, 142] (2^-24 .. 2^15) and the low `126 - e` bits (at least 13) of
+// its 24-bit significand are zero; its half is then
+// (e - 112) << 10 | mantissa >> 13 (a normal half, e >= 113) or
+// significand >> (126 - e) (a subnormal one), with the sign on top.
+
+/// Per 32-bit lane of `bits`: all ones where the float is a half exactly.
+__attribute__((target("avx2"))) static inline __m256i
+exactHalfLanes(__m256i bits) {
+  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  __m256i e = _mm256_srli_epi32(magnitude, 23);
+  __m256i shift = _mm256_max_epi32(
+      _mm256_sub_epi32(_mm256_set1_epi32(126), e), _mm256_set1_epi32(13));
+  __m256i low = _mm256_sub_epi32(
+      _mm256_sllv_epi32(_mm256_set1_epi32(1), shift), _mm256_set1_epi32(1));
+  __m256i significand =
+      _mm256_or_si256(_mm256_and_si256(magnitude, _mm256_set1_epi32(0x7fffff)),
+                      _mm256_set1_epi32(0x800000));
+  __m256i zero = _mm256_setzero_si256();
+  __m256i dropped =
+      _mm256_cmpeq_epi32(_mm256_and_si256(significand, low), zero);
+  __m256i inRange =
+      _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(103), e),
+                          _mm256_cmpgt_epi32(_mm256_set1_epi32(143), e));
+  return _mm256_or_si256(_mm256_cmpeq_epi32(magnitude, zero),
+                         _mm256_and_si256(inRange, dropped));
+}
+
+/// The halves of eight exact halves' bits (exactHalfLanes all ones), as
+/// 32-bit lanes.
+__attribute__((target("avx2"))) static inline __m256i
+halfLanes(__m256i bits) {
+  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  __m256i e = _mm256_srli_epi32(magnitude, 23);
+  __m256i mantissa = _mm256_and_si256(magnitude, _mm256_set1_epi32(0x7fffff));
+  __m256i normal = _mm256_or_si256(
+      _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(112)), 10),
+      _mm256_srli_epi32(mantissa, 13));
+  __m256i subnormal = _mm256_srlv_epi32(
+      _mm256_or_si256(mantissa, _mm256_set1_epi32(0x800000)),
+      _mm256_sub_epi32(_mm256_set1_epi32(126), e));
+  __m256i isNormal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(112));
+  __m256i half = _mm256_blendv_epi8(subnormal, normal, isNormal);
+  // ±0: e = 0 gives a subnormal shift of 126, which shifts everything out.
+  __m256i sign = _mm256_srli_epi32(
+      _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), 16);
+  return _mm256_or_si256(half, sign);
+}
+
+/// Whether every one of the `count` floats at `w` is an IEEE half exactly
+/// (widening its half gives back the same bits; a NaN or an infinity never
+/// counts). Stops at the first that is not.
+__attribute__((target("avx2"))) static bool allExactHalves(const float *w,
+                                                          int64_t count) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    __m256 v = _mm256_loadu_ps(w + i);
-    __m256 back = _mm256_cvtph_ps(
-        _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    // Bits, not values: -0 and 0 differ, and a NaN equals nothing.
-    __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(v),
-                                      _mm256_castps_si256(back));
-    __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
-    if ((_mm256_movemask_ps(_mm256_castsi256_ps(same)) &
-         _mm256_movemask_ps(ordered)) != 0xff)
+    __m256i bits =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + i));
+    if (_mm256_movemask_epi8(exactHalfLanes(bits)) != -1)
       return false;
   }
   for (; i < count; ++i) {
     float back = tfmc::halfToFloat(tfmc::floatToHalf(w[i]));
-    if (std::isnan(w[i]) || std::memcmp(&back, w + i, sizeof(float)) != 0)
+    if (!std::isfinite(w[i]) || std::memcmp(&back, w + i, sizeof(float)) != 0)
       return false;
   }
   return true;
 }
 
-/// The halves of `count` floats (rounded to nearest even: exact for
-/// values that are halves).
-__attribute__((target("avx2,f16c"))) static void
+/// The halves of `count` floats that are all halves exactly.
+__attribute__((target("avx2"))) static void
 halvesOf(const float *w, int64_t count, uint16_t *out) {
   int64_t i = 0;
-  for (; i + 8 <= count; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(w + i),
-                                     _MM_FROUND_TO_NEAREST_INT |
-                                         _MM_FROUND_NO_EXC));
+  for (; i + 16 <= count; i += 16) {
+    __m256i a = halfLanes(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + i)));
+    __m256i b = halfLanes(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + i + 8)));
+    // packus works within 128-bit lanes: a0 b0 a1 b1 -> a0 a1 b0 b1.
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b),
+                                              _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), packed);
+  }
   for (; i < count; ++i)
     out[i] = tfmc::floatToHalf(w[i]);
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace tfmc::runtime;
@@ -245,10 +246,41 @@ TEST(PackedGemm, ExactHalvesGiveTheFloat32Results) {
                   packed::PanelFormat::F32)
             << at;
       }
-      std::vector<float> nan = w;
-      nan[2] = std::nanf("");
-      EXPECT_EQ(packed::pack(nan.data(), s.n, s.k).format(),
-                packed::PanelFormat::F32);
+      // Values at the edges of the half range, in the vector part and in
+      // the scalar tail (n * k = 703 and 3300 are not multiples of 8).
+      struct Edge {
+        float value;
+        bool half;
+      };
+      const Edge edges[] = {{65504.0f, true},
+                            {65520.0f, false}, // between the two largest halves
+                            {65536.0f, false}, // past the largest half
+                            {std::ldexp(1.0f, -24), true},
+                            {std::ldexp(3.0f, -25), false},
+                            {std::ldexp(3.0f, -24), true}, // subnormal
+                            {std::ldexp(1.0f, -14), true},
+                            {std::ldexp(1.0f + 0x1p-10f, -14), true},
+                            {std::ldexp(1.0f + 0x1p-11f, -14), false},
+                            {std::ldexp(1.0f, -25), false},
+                            {-2.5f, true},
+                            {std::numeric_limits<float>::infinity(), false},
+                            {std::nanf(""), false}};
+      for (const Edge &e : edges)
+        for (size_t at : {size_t(2), w.size() - 1}) {
+          std::vector<float> v = w;
+          v[at] = e.value;
+          packed::PackedWeight pw = packed::pack(v.data(), s.n, s.k);
+          EXPECT_EQ(pw.format(), e.half ? packed::PanelFormat::F16
+                                        : packed::PanelFormat::F32)
+              << e.value << " at " << at;
+          if (!e.half)
+            continue;
+          // The half stored is that value's: one row through the kernel.
+          std::vector<float> unit(s.k, 0.0f), zeros(s.n, 0.0f), y(s.n);
+          unit[at % s.k] = 1.0f;
+          packed::linear(unit.data(), 1, pw, zeros.data(), y.data(), 0);
+          EXPECT_EQ(y[at / s.k], e.value) << e.value << " at " << at;
+        }
     }
 }
 
