@@ -69,15 +69,22 @@ Isa packed::preferredIsa() {
 
 namespace {
 
-template <typename T>
-void packInto(const T *w, int64_t n, int64_t k, tfmc::pages::Vector<T> &out) {
+/// Panels of the n rows of k values that rowOf(r) points at.
+template <typename T, typename RowOf>
+void packRows(int64_t n, int64_t k, tfmc::pages::Vector<T> &out, RowOf rowOf) {
   out.assign(panelCount(n) * kPanel * k, T(0));
   for (int64_t row = 0; row < n; ++row) {
+    const T *values = rowOf(row);
     T *panel = out.data() + (row / kPanel) * kPanel * k;
     int64_t j = row % kPanel;
     for (int64_t c = 0; c < k; ++c)
-      panel[c * kPanel + j] = w[row * k + c];
+      panel[c * kPanel + j] = values[c];
   }
+}
+
+template <typename T>
+void packInto(const T *w, int64_t n, int64_t k, tfmc::pages::Vector<T> &out) {
+  packRows(n, k, out, [&](int64_t row) { return w + row * k; });
 }
 
 /// Eight bfloat16 values as floats.
@@ -490,15 +497,11 @@ PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
   p.k = k;
   if (exactAsHalves && availableOnThisCpu() && allExactHalves(w, n * k)) {
     p.half = p.exactHalves = true;
-    p.f16.assign(panelCount(n) * kPanel * k, 0);
-    std::vector<uint16_t> row(k);
-    for (int64_t r = 0; r < n; ++r) {
-      halvesOf(w + r * k, k, row.data());
-      uint16_t *panel = p.f16.data() + (r / kPanel) * kPanel * k;
-      int64_t j = r % kPanel;
-      for (int64_t c = 0; c < k; ++c)
-        panel[c * kPanel + j] = row[c];
-    }
+    std::vector<uint16_t> halves(k);
+    packRows(n, k, p.f16, [&](int64_t row) {
+      halvesOf(w + row * k, k, halves.data());
+      return static_cast<const uint16_t *>(halves.data());
+    });
     return p;
   }
   packInto(w, n, k, p.f32);
