@@ -188,7 +188,7 @@ const TensorView &Model::weight(StringRef name) const {
   return *view;
 }
 
-Expected<Model> loadModel(StringRef jsonPath) {
+Expected<Model> loadModel(StringRef jsonPath, StringRef weightCacheDir) {
   Model model;
   Expected<ModelDescription> desc = parseModelDescription(jsonPath);
   if (!desc)
@@ -210,7 +210,7 @@ Expected<Model> loadModel(StringRef jsonPath) {
     return std::move(err);
 
   Expected<std::unique_ptr<SafeTensorsFile>> weights =
-      SafeTensorsFile::open(d.weightsPath);
+      SafeTensorsFile::open(d.weightsPath, weightCacheDir);
   if (!weights)
     return weights.takeError();
   model.weights = std::move(*weights);

@@ -35,8 +35,11 @@ struct Model {
 };
 
 /// parseModelDescription + vocab files + weights, cross-checked: missing or
-/// extra tensors, wrong shapes, vocab size != embedding rows, etc.
-llvm::Expected<Model> loadModel(llvm::StringRef jsonPath);
+/// extra tensors, wrong shapes, vocab size != embedding rows, etc. With a
+/// `weightCacheDir`, the float32 copies of float16/bfloat16 weights go
+/// through the weight cache there (SafeTensorsFile::open).
+llvm::Expected<Model> loadModel(llvm::StringRef jsonPath,
+                                llvm::StringRef weightCacheDir = "");
 
 } // namespace tfmc::frontend
 

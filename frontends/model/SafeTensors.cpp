@@ -12,6 +12,7 @@
 
 #include "frontends/model/ModelDescription.h"
 #include "frontends/model/PageMemory.h"
+#include "frontends/model/WeightCache.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sys/mman.h>
 
 using namespace llvm;
@@ -41,6 +43,9 @@ int64_t TensorView::numElements() const {
 
 struct SafeTensorsFile::Impl {
   std::unique_ptr<MemoryBuffer> buffer;
+  /// The weight cache's entry the float32 copies are read from (mapped),
+  /// or null: then `owned` holds them.
+  std::unique_ptr<sys::fs::mapped_file_region> cacheEntry;
   std::vector<pages::Array<float>> owned;
   StringMap<size_t> byName;
 };
@@ -63,6 +68,22 @@ int64_t SafeTensorsFile::releaseFloatCopy(StringRef name) {
     copy.reset();
     view.data = nullptr;
     return view.numElements() * int64_t(sizeof(float));
+  }
+  // A copy mapped from the weight cache: its whole pages leave the process
+  // (the page cache keeps them).
+  if (const sys::fs::mapped_file_region *entry = impl->cacheEntry.get()) {
+    auto begin = reinterpret_cast<uintptr_t>(view.data);
+    auto end = begin + view.numElements() * sizeof(float);
+    auto start = reinterpret_cast<uintptr_t>(entry->const_data());
+    if (view.data && begin >= start && end <= start + entry->size()) {
+      auto page = static_cast<uintptr_t>(sys::Process::getPageSizeEstimate());
+      uintptr_t first = (begin + page - 1) / page * page;
+      uintptr_t last = end / page * page;
+      if (last > first)
+        ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+      view.data = nullptr;
+      return view.numElements() * int64_t(sizeof(float));
+    }
   }
   return 0;
 }
@@ -220,7 +241,8 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<SafeTensorsFile>>
-SafeTensorsFile::open(StringRef path) {
+SafeTensorsFile::open(StringRef path, StringRef cacheDir,
+                      raw_ostream *warnings) {
   auto buffer = openFile(path, /*isText=*/false);
   if (!buffer)
     return buffer.takeError();
@@ -300,14 +322,18 @@ SafeTensorsFile::open(StringRef path) {
   file->filePath = path.str();
   file->impl = std::make_unique<Impl>();
   Impl &impl = *file->impl;
-  // Byte spans of tensors read once into float32 copies.
-  std::vector<std::pair<const char *, const char *>> converted;
+  // Tensors read into float32 copies: F16, BF16, and F32 that is not
+  // 4-byte aligned in the mapping (or on a big-endian host).
+  struct Copy {
+    size_t view;
+    const char *begin, *end;
+  };
+  std::vector<Copy> copies;
   for (const Entry &e : tensors) {
     TensorView view;
     view.name = e.name;
     view.dtype = e.dtype;
     view.shape = e.shape;
-    int64_t n = view.numElements();
     const char *src = bytes.data() + dataStart + e.begin;
     bool aligned = reinterpret_cast<uintptr_t>(src) % alignof(float) == 0;
     if (e.dtype == "I8") {
@@ -316,27 +342,55 @@ SafeTensorsFile::open(StringRef path) {
     } else if (e.dtype == "F32" && aligned && !sys::IsBigEndianHost) {
       view.data = reinterpret_cast<const float *>(src);
     } else {
-      pages::Array<float> storage(n);
-      float *out = storage.get();
-      if (e.dtype == "F32") {
-        for (int64_t i = 0; i < n; ++i) {
-          uint32_t bits = support::endian::read32le(src + 4 * i);
-          std::memcpy(&out[i], &bits, sizeof(float));
-        }
-      } else if (e.dtype == "F16") {
-        const float *table = halfTable();
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = table[support::endian::read16le(src + 2 * i)];
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = bfloat16ToFloat(support::endian::read16le(src + 2 * i));
-      }
-      view.data = storage.get();
-      impl.owned.push_back(std::move(storage));
-      converted.emplace_back(src, src + (e.end - e.begin));
+      copies.push_back({file->views.size(), src, src + (e.end - e.begin)});
     }
     impl.byName[view.name] = file->views.size();
     file->views.push_back(std::move(view));
+  }
+  std::vector<WeightCache::Slot> slots(copies.size());
+  for (size_t i = 0; i < copies.size(); ++i)
+    slots[i].count = file->views[copies[i].view].numElements();
+  uint64_t payloadBytes = WeightCache::layout(slots);
+  std::optional<WeightCache> cache;
+  if (!cacheDir.empty() && !copies.empty()) {
+    cache.emplace(cacheDir.str(), path, warnings ? *warnings : errs());
+    if (cache->usable())
+      impl.cacheEntry = cache->lookup(slots, payloadBytes);
+    else
+      cache.reset();
+  }
+  if (impl.cacheEntry) {
+    const char *payload =
+        impl.cacheEntry->const_data() + WeightCache::kHeaderBytes;
+    for (size_t i = 0; i < copies.size(); ++i)
+      file->views[copies[i].view].data =
+          reinterpret_cast<const float *>(payload + slots[i].offset);
+  } else {
+    std::vector<const float *> data;
+    for (const Copy &c : copies) {
+      TensorView &view = file->views[c.view];
+      int64_t n = view.numElements();
+      pages::Array<float> storage(n);
+      float *out = storage.get();
+      if (view.dtype == "F32") {
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t bits = support::endian::read32le(c.begin + 4 * i);
+          std::memcpy(&out[i], &bits, sizeof(float));
+        }
+      } else if (view.dtype == "F16") {
+        const float *table = halfTable();
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = table[support::endian::read16le(c.begin + 2 * i)];
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = bfloat16ToFloat(support::endian::read16le(c.begin + 2 * i));
+      }
+      view.data = storage.get();
+      data.push_back(storage.get());
+      impl.owned.push_back(std::move(storage));
+    }
+    if (cache)
+      cache->store(slots, data, payloadBytes);
   }
   // Pre-quantized weights: an I8 matrix W needs "W_scale", float32 with one
   // scale per row; the float32 view holds scale[r] * W[r, c].
@@ -384,7 +438,7 @@ SafeTensorsFile::open(StringRef path) {
   // come back from the file, so this is only about residency.
   if ((*buffer)->getBufferKind() == MemoryBuffer::MemoryBuffer_MMap) {
     auto page = static_cast<uintptr_t>(sys::Process::getPageSizeEstimate());
-    for (const auto &[begin, end] : converted) {
+    for (const auto &[view, begin, end] : copies) {
       uintptr_t first =
           (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
       uintptr_t last = reinterpret_cast<uintptr_t>(end) / page * page;

@@ -5,6 +5,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <memory>
@@ -16,7 +17,8 @@ namespace tfmc::frontend {
 /// A float32 view of one tensor. For F32 tensors `data` points into the
 /// memory-mapped file (zero copy; the file must be 4-byte aligned there,
 /// otherwise the tensor is copied); F16/BF16 tensors are converted on load
-/// into storage owned by the SafeTensorsFile. An I8 matrix "W" is a
+/// into storage owned by the SafeTensorsFile (or mapped from the weight
+/// cache). An I8 matrix "W" is a
 /// pre-quantized weight: its companion "W_scale" (F32, one per row) is
 /// required, `data` holds the dequantized values and `int8`/`int8Scales`
 /// the stored ones (so int8 inference needs no re-quantization).
@@ -35,8 +37,13 @@ public:
   /// Opens and validates the file: header length within the file, valid JSON
   /// header, supported dtypes, shape × dtype size == byte span, offsets inside
   /// the data section, no overlapping spans. Errors name the file and tensor.
+  /// With a `cacheDir`, the float32 copies of F16/BF16 tensors come from
+  /// the weight cache there when it has them, and are stored there when it
+  /// does not (WeightCache.h); its warnings go to `warnings` (stderr when
+  /// null).
   static llvm::Expected<std::unique_ptr<SafeTensorsFile>>
-  open(llvm::StringRef path);
+  open(llvm::StringRef path, llvm::StringRef cacheDir = "",
+       llvm::raw_ostream *warnings = nullptr);
 
   ~SafeTensorsFile();
   SafeTensorsFile(const SafeTensorsFile &) = delete;

@@ -74,7 +74,7 @@ static int64_t weightBytes(const CompiledFunction *fn) {
 
 llvm::Expected<std::unique_ptr<Session>>
 Session::open(llvm::StringRef modelPath, const SessionOptions &options) {
-  auto model = frontend::loadModel(modelPath);
+  auto model = frontend::loadModel(modelPath, options.cacheDir);
   if (!model)
     return model.takeError();
   return open(std::move(*model), options);

@@ -55,7 +55,8 @@ struct SessionOptions {
   std::optional<frontend::ComputeType> computeType;
   bool quantizeOutputProjection = true;
   /// Compiled-model cache directory (empty: none) and whether to recompile
-  /// over an existing entry; see CompileOptions.
+  /// over an existing entry; see CompileOptions. Session::open(path, ...)
+  /// also keeps the weight cache there (frontend/model/WeightCache.h).
   std::string cacheDir;
   bool refreshCache = false;
   /// Compile the profiled variant (probes around every op; a Profiler

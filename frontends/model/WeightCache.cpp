@@ -1,0 +1,191 @@
+//===- WeightCache.cpp - float32 copies of converted tensors on disk ------===//
+//
+// Header (64 bytes, little-endian u64 fields after the magic):
+//   "tfmcwt1\n" | identity hash | 0 | payload bytes | payload checksum
+//   | zero padding
+// The payload checksum is the xxh3 of the slots' xxh3 values (each over its
+// floats' bytes, padding excluded), so a writer hashes the copies where they
+// are and a reader checks every byte it will hand out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/model/WeightCache.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace llvm;
+
+namespace tfmc::frontend {
+
+namespace {
+
+constexpr char kMagic[8] = {'t', 'f', 'm', 'c', 'w', 't', '1', '\n'};
+
+uint64_t slotsChecksum(ArrayRef<WeightCache::Slot> slots,
+                       function_ref<const char *(size_t)> bytesOf) {
+  SmallVector<uint8_t> hashes;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    uint64_t h = xxh3_64bits(ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(bytesOf(i)), slots[i].count * 4));
+    uint8_t le[8];
+    support::endian::write64le(le, h);
+    hashes.append(le, le + 8);
+  }
+  return xxh3_64bits(ArrayRef<uint8_t>(hashes));
+}
+
+} // namespace
+
+uint64_t WeightCache::layout(MutableArrayRef<Slot> slots) {
+  uint64_t offset = 0;
+  for (Slot &s : slots) {
+    s.offset = offset;
+    offset = (offset + s.count * 4 + kAlign - 1) / kAlign * kAlign;
+  }
+  return offset;
+}
+
+WeightCache::WeightCache(std::string directory, StringRef source,
+                         raw_ostream &warnings)
+    : directory(std::move(directory)), warnings(warnings) {
+  sys::fs::file_status status;
+  SmallString<256> real;
+  if (sys::fs::status(source, status) || sys::fs::real_path(source, real))
+    return;
+  sys::fs::UniqueID id = status.getUniqueID();
+  auto modified = status.getLastModificationTime().time_since_epoch();
+  std::string text =
+      formatv("{0} {1} {2} {3}", id.getDevice(), id.getFile(), status.getSize(),
+              std::chrono::duration_cast<std::chrono::nanoseconds>(modified)
+                  .count())
+          .str();
+  identity = xxh3_64bits(text);
+  SmallString<256> p(this->directory);
+  sys::path::append(p, formatv("{0:x-16}-", xxh3_64bits(real.str())).str());
+  prefix = std::string(p);
+  entry = prefix + formatv("{0:x-16}.tfmw", identity).str();
+}
+
+void WeightCache::warn(const Twine &message) {
+  warnings << "warning: weight cache: " << message << "\n";
+}
+
+std::unique_ptr<sys::fs::mapped_file_region>
+WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
+  // A FIFO would block the read and a device never end it.
+  sys::fs::file_status status;
+  if (sys::fs::status(entry, status) || !sys::fs::exists(status))
+    return nullptr;
+  if (status.type() != sys::fs::file_type::regular_file) {
+    warn(entry + ": not a regular file; converting the weights");
+    return nullptr;
+  }
+  auto bad = [&](const Twine &why) {
+    warn(entry + ": " + why + "; converting the weights again");
+    return nullptr;
+  };
+  if (status.getSize() != kHeaderBytes + payloadBytes)
+    return bad(formatv("{0} bytes, expected {1}", status.getSize(),
+                       kHeaderBytes + payloadBytes)
+                   .str());
+  Expected<sys::fs::file_t> fd = sys::fs::openNativeFileForRead(entry);
+  if (!fd) {
+    warn(entry + ": cannot read: " + toString(fd.takeError()) +
+         "; converting the weights");
+    return nullptr;
+  }
+  std::error_code ec;
+  auto region = std::make_unique<sys::fs::mapped_file_region>(
+      *fd, sys::fs::mapped_file_region::readonly,
+      size_t(kHeaderBytes + payloadBytes), 0, ec);
+  sys::fs::closeFile(*fd);
+  if (ec) {
+    warn(entry + ": cannot map: " + ec.message() + "; converting the weights");
+    return nullptr;
+  }
+  const char *h = region->const_data();
+  if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0)
+    return bad("not a tfmc weight cache entry");
+  if (support::endian::read64le(h + 8) != identity ||
+      support::endian::read64le(h + 24) != payloadBytes)
+    return bad("entry belongs to another file");
+  const char *payload = h + kHeaderBytes;
+  uint64_t checksum =
+      slotsChecksum(slots, [&](size_t i) { return payload + slots[i].offset; });
+  if (checksum != support::endian::read64le(h + 32))
+    return bad("checksum mismatch");
+  return region;
+}
+
+bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
+                        uint64_t payloadBytes) {
+  if (std::error_code ec = sys::fs::create_directories(directory)) {
+    warn("cannot create " + directory + ": " + ec.message() +
+         "; continuing without it");
+    return false;
+  }
+  char header[kHeaderBytes] = {};
+  std::memcpy(header, kMagic, sizeof(kMagic));
+  support::endian::write64le(header + 8, identity);
+  support::endian::write64le(header + 24, payloadBytes);
+  support::endian::write64le(header + 32, slotsChecksum(slots, [&](size_t i) {
+                               return reinterpret_cast<const char *>(data[i]);
+                             }));
+  // A unique temporary name in the same directory, then an atomic rename:
+  // readers see no entry or a whole one, and two writers both succeed.
+  SmallString<256> temp;
+  int fd = -1;
+  if (std::error_code ec =
+          sys::fs::createUniqueFile(entry + ".tmp-%%%%%%%%", fd, temp)) {
+    warn("cannot write to " + directory + ": " + ec.message() +
+         "; continuing without it");
+    return false;
+  }
+  {
+    raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out.write(header, kHeaderBytes);
+    uint64_t at = 0;
+    static const char zeros[kAlign] = {};
+    for (size_t i = 0; i < slots.size(); ++i) {
+      out.write(zeros, slots[i].offset - at);
+      out.write(reinterpret_cast<const char *>(data[i]), slots[i].count * 4);
+      at = slots[i].offset + slots[i].count * 4;
+    }
+    out.write(zeros, payloadBytes - at);
+    out.close();
+    if (out.has_error()) {
+      std::string message = out.error().message();
+      out.clear_error();
+      sys::fs::remove(temp);
+      warn("cannot write " + std::string(temp) + ": " + message +
+           "; continuing without it");
+      return false;
+    }
+  }
+  if (std::error_code ec = sys::fs::rename(temp, entry)) {
+    sys::fs::remove(temp);
+    warn("cannot rename into " + entry + ": " + ec.message() +
+         "; continuing without it");
+    return false;
+  }
+  // The same path's earlier versions (a model file written again).
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(directory, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef other = it->path();
+    if (other.starts_with(prefix) && other.ends_with(".tfmw") && other != entry)
+      sys::fs::remove(other);
+  }
+  return true;
+}
+
+} // namespace tfmc::frontend
