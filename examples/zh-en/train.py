@@ -177,6 +177,16 @@ def rdrop_loss(model, src, tgt_in, tgt_out, args, ntok):
 # --------------------------------------------------------------------------- data
 
 
+def segment(texts, sp_src, sp_tgt, alpha):
+    """(zh, en) sentence pairs -> (source ids, target ids): the best
+    segmentation, or with alpha > 0 one sampled from each unigram lattice
+    (subword regularisation; nbest -1 samples over all segmentations)."""
+    sample = dict(enable_sampling=True, alpha=alpha, nbest_size=-1) if alpha > 0 else {}
+    src = sp_src.encode([z for z, _ in texts], **sample)
+    tgt = sp_tgt.encode([e for _, e in texts], **sample)
+    return list(zip(src, tgt))
+
+
 def make_batches(pairs, batch_tokens, seed, epoch):
     """Length-bucketed batches; the order depends only on (seed, epoch)."""
     rng = random.Random(seed * 100003 + epoch)
@@ -381,6 +391,11 @@ def main():
                    help="probability that a decoder input token becomes <unk> in training")
     p.add_argument("--source-word-dropout", type=float, default=0.0,
                    help="probability that a source token becomes <unk> in training")
+    p.add_argument("--spm-sampling", type=float, default=0.0, metavar="ALPHA",
+                   help="subword regularisation (Kudo, 2018): every epoch segments each training "
+                        "sentence anew, sampled from the SentencePiece unigram lattice with "
+                        "smoothing ALPHA (0.3: about half the sentences change; 0: off, the best "
+                        "segmentation always); translation keeps the best segmentation")
     p.add_argument("--rdrop", type=float, default=0.0,
                    help="R-Drop: weight of the symmetric KL between two dropout passes (0: off)")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
@@ -454,13 +469,13 @@ def main():
         step = args.init_step
         log(args.work, f"initialised from {init} (schedule from step {step})")
 
-    pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(train_zh, train_en)]
+    texts = list(zip(train_zh, train_en))
     for zh_path, en_path in args.extra:
         extra_zh, extra_en = read_lines(zh_path), read_lines(en_path)
         if len(extra_zh) != len(extra_en):
             sys.exit(f"error: {zh_path} and {en_path} differ in length")
-        pairs += [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(extra_zh, extra_en)
-                  if z.strip() and e.strip()]
+        texts += [(z, e) for z, e in zip(extra_zh, extra_en) if z.strip() and e.strip()]
+    pairs = segment(texts, sp_src, sp_tgt, 0.0)
     dev_pairs = [(sp_src.encode(z), sp_tgt.encode(e)) for z, e in zip(dev_zh, dev_en)]
     n_params = sum(p.numel() for p in model.parameters())
     log(args.work, f"{len(pairs)} pairs, vocab {sp_src.get_piece_size()}/{sp_tgt.get_piece_size()}, "
@@ -474,6 +489,9 @@ def main():
     while epoch < args.epochs and time.time() - start < args.hours * 3600:
         model.train()
         t0, loss_sum, tok_sum = time.time(), 0.0, 0
+        if args.spm_sampling > 0:
+            spm.set_random_generator_seed(args.seed * 100003 + epoch)
+            pairs = segment(texts, sp_src, sp_tgt, args.spm_sampling)
         for idx in make_batches(pairs, args.batch_tokens, args.seed, epoch):
             step += 1
             lr = args.lr * min(step / args.warmup, math.sqrt(args.warmup / step))
