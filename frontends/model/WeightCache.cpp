@@ -1,8 +1,9 @@
 //===- WeightCache.cpp - float32 copies of converted tensors on disk ------===//
 //
 // Header (64 bytes, little-endian u64 fields after the magic):
-//   "tfmcwt1\n" | identity hash | 0 | payload bytes | payload checksum
-//   | zero padding
+//   "tfmcwt1\n" | identity hash | path bytes | payload bytes
+//   | payload checksum | zero padding
+// then the payload, then the source's real path (for pruning).
 // The payload checksum is the xxh3 of the slots' xxh3 values (each over its
 // floats' bytes, padding excluded), so a writer hashes the copies where they
 // are and a reader checks every byte it will hand out.
@@ -21,6 +22,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <optional>
 
 using namespace llvm;
 
@@ -54,25 +57,35 @@ uint64_t WeightCache::layout(MutableArrayRef<Slot> slots) {
   return offset;
 }
 
-WeightCache::WeightCache(std::string directory, StringRef source,
-                         raw_ostream &warnings)
-    : directory(std::move(directory)), warnings(warnings) {
+/// The hash of the identity of the file at `path` (device, inode, size,
+/// modification time in ns); nullopt when it cannot be stat'ed.
+static std::optional<uint64_t> identityOf(StringRef path) {
   sys::fs::file_status status;
-  SmallString<256> real;
-  if (sys::fs::status(source, status) || sys::fs::real_path(source, real))
-    return;
+  if (sys::fs::status(path, status) || !sys::fs::exists(status))
+    return std::nullopt;
   sys::fs::UniqueID id = status.getUniqueID();
   auto modified = status.getLastModificationTime().time_since_epoch();
-  std::string text =
+  return xxh3_64bits(
       formatv("{0} {1} {2} {3}", id.getDevice(), id.getFile(), status.getSize(),
               std::chrono::duration_cast<std::chrono::nanoseconds>(modified)
                   .count())
-          .str();
-  identity = xxh3_64bits(text);
+          .str());
+}
+
+WeightCache::WeightCache(std::string directory, StringRef source,
+                         raw_ostream &warnings)
+    : directory(std::move(directory)), warnings(warnings) {
+  std::optional<uint64_t> id = identityOf(source);
+  SmallString<256> real;
+  if (!id || sys::fs::real_path(source, real))
+    return;
+  identity = *id;
+  realPath = std::string(real);
   SmallString<256> p(this->directory);
-  sys::path::append(p, formatv("{0:x-16}-", xxh3_64bits(real.str())).str());
-  prefix = std::string(p);
-  entry = prefix + formatv("{0:x-16}.tfmw", identity).str();
+  sys::path::append(
+      p,
+      formatv("{0:x-16}-{1:x-16}.tfmw", xxh3_64bits(realPath), identity).str());
+  entry = std::string(p);
 }
 
 void WeightCache::warn(const Twine &message) {
@@ -93,10 +106,10 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
     warn(entry + ": " + why + "; converting the weights again");
     return nullptr;
   };
-  if (status.getSize() != kHeaderBytes + payloadBytes)
-    return bad(formatv("{0} bytes, expected {1}", status.getSize(),
-                       kHeaderBytes + payloadBytes)
-                   .str());
+  uint64_t bytes = kHeaderBytes + payloadBytes + realPath.size();
+  if (status.getSize() != bytes)
+    return bad(
+        formatv("{0} bytes, expected {1}", status.getSize(), bytes).str());
   Expected<sys::fs::file_t> fd = sys::fs::openNativeFileForRead(entry);
   if (!fd) {
     warn(entry + ": cannot read: " + toString(fd.takeError()) +
@@ -105,8 +118,7 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
   }
   std::error_code ec;
   auto region = std::make_unique<sys::fs::mapped_file_region>(
-      *fd, sys::fs::mapped_file_region::readonly,
-      size_t(kHeaderBytes + payloadBytes), 0, ec);
+      *fd, sys::fs::mapped_file_region::readonly, size_t(bytes), 0, ec);
   sys::fs::closeFile(*fd);
   if (ec) {
     warn(entry + ": cannot map: " + ec.message() + "; converting the weights");
@@ -116,7 +128,9 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
   if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0)
     return bad("not a tfmc weight cache entry");
   if (support::endian::read64le(h + 8) != identity ||
-      support::endian::read64le(h + 24) != payloadBytes)
+      support::endian::read64le(h + 16) != realPath.size() ||
+      support::endian::read64le(h + 24) != payloadBytes ||
+      StringRef(h + kHeaderBytes + payloadBytes, realPath.size()) != realPath)
     return bad("entry belongs to another file");
   const char *payload = h + kHeaderBytes;
   uint64_t checksum =
@@ -136,6 +150,7 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
   char header[kHeaderBytes] = {};
   std::memcpy(header, kMagic, sizeof(kMagic));
   support::endian::write64le(header + 8, identity);
+  support::endian::write64le(header + 16, realPath.size());
   support::endian::write64le(header + 24, payloadBytes);
   support::endian::write64le(header + 32, slotsChecksum(slots, [&](size_t i) {
                                return reinterpret_cast<const char *>(data[i]);
@@ -161,6 +176,7 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
       at = slots[i].offset + slots[i].count * 4;
     }
     out.write(zeros, payloadBytes - at);
+    out << realPath;
     out.close();
     if (out.has_error()) {
       std::string message = out.error().message();
@@ -177,15 +193,35 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
          "; continuing without it");
     return false;
   }
-  // The same path's earlier versions (a model file written again).
+  prune();
+  return true;
+}
+
+void WeightCache::prune() {
   std::error_code ec;
   for (sys::fs::directory_iterator it(directory, ec), end; it != end && !ec;
        it.increment(ec)) {
-    StringRef other = it->path();
-    if (other.starts_with(prefix) && other.ends_with(".tfmw") && other != entry)
+    std::string other = it->path();
+    if (!StringRef(other).ends_with(".tfmw") || other == entry)
+      continue;
+    // The source's path and identity when the entry was stored; an entry
+    // that cannot be read is left alone (another user's, say).
+    std::ifstream in(other, std::ios::binary);
+    char header[kHeaderBytes];
+    if (!in.read(header, kHeaderBytes) ||
+        std::memcmp(header, kMagic, sizeof(kMagic)) != 0)
+      continue;
+    uint64_t pathBytes = support::endian::read64le(header + 16);
+    uint64_t payload = support::endian::read64le(header + 24);
+    if (pathBytes == 0 || pathBytes > 4096)
+      continue;
+    std::string path(pathBytes, '\0');
+    if (!in.seekg(std::streamoff(kHeaderBytes + payload)) ||
+        !in.read(path.data(), std::streamsize(pathBytes)))
+      continue;
+    if (identityOf(path) != support::endian::read64le(header + 8))
       sys::fs::remove(other);
   }
-  return true;
 }
 
 } // namespace tfmc::frontend

@@ -11,16 +11,17 @@
 //   <dir>/<xxh3 of the file's real path>-<xxh3 of its identity>.tfmw
 // The identity is the file's device, inode, size and modification time
 // (nanoseconds): reading the file to hash its contents would cost what the
-// cache saves. A model file written again gets a new entry, and storing it
-// removes the entries of the same path's earlier versions, so the cache
-// holds one entry per model file. An entry holds a 64-byte header (magic,
-// the identity's hash, the payload's size and checksum) and the copies in
-// tensor order, each at a 64-byte aligned offset; a reader checks every
-// byte against the checksum before handing it out. It is written to a
-// unique temporary file and renamed into place. A corrupt, truncated or
-// foreign entry is a warning and a miss (and is rewritten); a directory that
-// cannot be written is a warning. Never an error: the copies are made in
-// memory as without a cache.
+// cache saves. An entry holds a 64-byte header (magic, the identity's hash,
+// the path's and the payload's sizes, the payload's checksum), the copies
+// in tensor order, each at a 64-byte aligned offset, and the file's real
+// path; a reader checks every byte against the checksum before handing it
+// out. Storing an entry removes the entries whose file no longer exists or
+// has changed since (a model file written again, a deleted export), so the
+// cache holds one entry per model file that is still there. An entry is
+// written to a unique temporary file and renamed into place. A corrupt,
+// truncated or foreign entry is a warning and a miss (and is rewritten); a
+// directory that cannot be written is a warning. Never an error: the copies are
+// made in memory as without a cache.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FRONTENDS_MODEL_WEIGHTCACHE_H
@@ -63,8 +64,8 @@ public:
   const std::string &path() const { return entry; }
 
   /// The entry, mapped read-only (so page-aligned), when it exists and
-  /// holds a payload of `payloadBytes` that passes its checksum (the
-  /// payload starts kHeaderBytes into it);
+  /// holds a payload of `payloadBytes` for this very file that passes its
+  /// checksum (the payload starts kHeaderBytes into it);
   /// null on a miss (with a warning when the entry was unusable).
   std::unique_ptr<llvm::sys::fs::mapped_file_region>
   lookup(llvm::ArrayRef<Slot> slots, uint64_t payloadBytes);
@@ -75,7 +76,9 @@ public:
 
 private:
   void warn(const llvm::Twine &message);
-  std::string directory, entry, prefix;
+  /// Removes the entries whose file is gone or has changed since.
+  void prune();
+  std::string directory, entry, realPath;
   uint64_t identity = 0;
   llvm::raw_ostream &warnings;
 };

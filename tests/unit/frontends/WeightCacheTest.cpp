@@ -6,6 +6,7 @@
 #include "frontends/model/SafeTensors.h"
 #include "frontends/model/WeightCache.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -108,8 +109,12 @@ TEST_F(WeightCacheTest, ALaterOpenMapsTheCopiesTheFirstStored) {
   ASSERT_TRUE(first);
   std::vector<std::string> stored = entries(cache);
   ASSERT_EQ(stored.size(), 1u);
-  // Header, then 1002 + 3 + 1 floats in 64-byte slots.
-  EXPECT_EQ(readAll(stored[0]).size(), 64u + 4032 + 64 + 64);
+  // Header, 1002 + 3 + 1 floats in 64-byte slots, the model's real path.
+  SmallString<256> real;
+  ASSERT_FALSE(sys::fs::real_path(model, real));
+  std::string bytes = readAll(stored[0]);
+  EXPECT_EQ(bytes.size(), 64u + 4032 + 64 + 64 + real.size());
+  EXPECT_EQ(bytes.substr(64 + 4032 + 64 + 64), std::string(real));
   expectSameFloats(*first, *plain);
 
   std::unique_ptr<SafeTensorsFile> second = open(cache);
@@ -178,6 +183,27 @@ TEST_F(WeightCacheTest, AModelWrittenAgainGetsANewEntryAndTheOldOneGoes) {
   ASSERT_EQ(after.size(), 1u);
   EXPECT_NE(after[0], before[0]);
   EXPECT_EQ(log, "");
+}
+
+TEST_F(WeightCacheTest, StoringRemovesTheEntriesOfDeletedModels) {
+  std::string other = dir.write("other.safetensors", alignedFile(tensors));
+  ASSERT_TRUE(bool(SafeTensorsFile::open(other, cache, &warnings)));
+  std::vector<std::string> before = entries(cache);
+  open(cache);
+  std::vector<std::string> mine = entries(cache);
+  ASSERT_EQ(mine.size(), 2u);
+  std::string ours = llvm::is_contained(before, mine[0]) ? mine[1] : mine[0];
+  // A lookup prunes nothing: only storing does.
+  ASSERT_FALSE(sys::fs::remove(other));
+  open(cache);
+  EXPECT_EQ(entries(cache).size(), 2u);
+  // A third model's entry: the deleted one's goes, the live one's stays.
+  std::string third = dir.write("third.safetensors", alignedFile(tensors));
+  ASSERT_TRUE(bool(SafeTensorsFile::open(third, cache, &warnings)));
+  std::vector<std::string> after = entries(cache);
+  EXPECT_EQ(after.size(), 2u);
+  EXPECT_TRUE(llvm::is_contained(after, ours)); // the live model's stays
+  EXPECT_FALSE(llvm::is_contained(after, before[0]));
 }
 
 TEST_F(WeightCacheTest, ReleasingAMappedCopy) {
