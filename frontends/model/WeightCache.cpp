@@ -14,10 +14,12 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Casting.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
 #include <chrono>
@@ -155,18 +157,10 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
   support::endian::write64le(header + 32, slotsChecksum(slots, [&](size_t i) {
                                return reinterpret_cast<const char *>(data[i]);
                              }));
-  // A unique temporary name in the same directory, then an atomic rename:
-  // readers see no entry or a whole one, and two writers both succeed.
-  SmallString<256> temp;
-  int fd = -1;
-  if (std::error_code ec =
-          sys::fs::createUniqueFile(entry + ".tmp-%%%%%%%%", fd, temp)) {
-    warn("cannot write to " + directory + ": " + ec.message() +
-         "; continuing without it");
-    return false;
-  }
-  {
-    raw_fd_ostream out(fd, /*shouldClose=*/true);
+  // writeToOutput writes a unique temporary file in the same directory and
+  // renames it into place: readers see no entry or a whole one, and two
+  // writers both succeed.
+  Error written = writeToOutput(entry, [&](raw_ostream &out) -> Error {
     out.write(header, kHeaderBytes);
     uint64_t at = 0;
     static const char zeros[kAlign] = {};
@@ -177,19 +171,17 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
     }
     out.write(zeros, payloadBytes - at);
     out << realPath;
-    out.close();
-    if (out.has_error()) {
-      std::string message = out.error().message();
-      out.clear_error();
-      sys::fs::remove(temp);
-      warn("cannot write " + std::string(temp) + ": " + message +
-           "; continuing without it");
-      return false;
-    }
-  }
-  if (std::error_code ec = sys::fs::rename(temp, entry)) {
-    sys::fs::remove(temp);
-    warn("cannot rename into " + entry + ": " + ec.message() +
+    // A write error (a full disk) must discard the file, not be kept.
+    out.flush();
+    auto *file = dyn_cast<raw_fd_ostream>(&out);
+    if (!file || !file->has_error())
+      return Error::success();
+    std::error_code ec = file->error();
+    file->clear_error();
+    return errorCodeToError(ec);
+  });
+  if (written) {
+    warn("cannot write " + entry + ": " + toString(std::move(written)) +
          "; continuing without it");
     return false;
   }
