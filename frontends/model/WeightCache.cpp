@@ -14,7 +14,6 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/Support/Casting.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -173,11 +172,12 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
     out << realPath;
     // A write error (a full disk) must discard the file, not be kept.
     out.flush();
-    auto *file = dyn_cast<raw_fd_ostream>(&out);
-    if (!file || !file->has_error())
+    // (For any path but "-" and "/dev/null" the stream is a raw_fd_ostream.)
+    auto &file = static_cast<raw_fd_ostream &>(out);
+    if (!file.has_error())
       return Error::success();
-    std::error_code ec = file->error();
-    file->clear_error();
+    std::error_code ec = file.error();
+    file.clear_error();
     return errorCodeToError(ec);
   });
   if (written) {
