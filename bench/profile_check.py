@@ -90,7 +90,8 @@ def main():
             f.write(" ".join(str(rng.randrange(4, src_vocab))
                              for _ in range(args.src_len - 1)) + "\n")
     common = [model, "--ids", "-i", src, "--min-length", str(args.steps), "--max-length",
-              str(args.steps), "--max-length-factor", "0", "--batch-size", str(args.batch)]
+              str(args.steps), "--max-length-factor", "0", "--batch-size", str(args.batch),
+              "--beam-size", "1"]  # greedy whatever the model file's default search is
 
     # Plain and profiled runs alternate, so that load from elsewhere on a
     # shared machine falls on both alike.

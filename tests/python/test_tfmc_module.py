@@ -147,8 +147,9 @@ def test_decoding_defaults_from_the_model_file(zh_en, tmp_path):
     sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
     beam = zh_en.translate(sentences, beam_size=3, length_penalty=0.5, return_scores=True)
     assert t.translate(sentences, return_scores=True) == beam
-    assert t.translate(sentences, beam_size=1) == zh_en.translate(sentences)
-    greedy_scores = zh_en.translate(sentences, length_penalty=0.5, return_scores=True)
+    assert t.translate(sentences, beam_size=1) == zh_en.translate(sentences, beam_size=1)
+    greedy_scores = zh_en.translate(sentences, beam_size=1, length_penalty=0.5,
+                                    return_scores=True)
     assert t.translate(sentences, beam_size=1, return_scores=True) == greedy_scores
     assert (t.translate(sentences, length_penalty=2.0, return_scores=True)
             == zh_en.translate(sentences, beam_size=3, length_penalty=2.0, return_scores=True))

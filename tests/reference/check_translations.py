@@ -6,7 +6,11 @@
 For a model whose sides use the `sentencepiece` tokenizer:
   1. the reference tokenizes every line with the Python `sentencepiece` module
      (tfmc.reference.tfm.load_tokenizer: either `piece_ids` mode) and decodes
-     greedily (tfm.greedy: full recomputation, no KV cache, one line at a time);
+     it with the model file's default search, as `tfmc translate` does: greedy
+     (tfm.greedy), or beam search when its "decoding" object sets a beam
+     (tfm.beam, the best hypothesis); --beam-size / --length-penalty override
+     the file as tfmc's flags do (full recomputation, no KV cache, one line at
+     a time);
   2. tfmc translates the same token ids (`--ids`): its ids must equal the
      reference's line for line;
   3. tfmc translates the raw text (its own C++ tokenizers): its text must
@@ -16,7 +20,8 @@ For a model whose sides use the `sentencepiece` tokenizer:
 With --ref, corpus BLEU and chrF of both outputs are printed (examples/zh-en/
 metrics.py; `tfmc score` gives the same numbers). With --write FILE the
 reference translations are written there (how the CI expectations in
-tests/lit/tfmc/zh-en are made). Exit status 1 on any difference.
+tests/lit/tfmc/zh-en are made). tfmc runs with the search spelt out
+(--beam-size, --length-penalty). Exit status 1 on any difference.
 """
 
 import argparse
@@ -62,6 +67,10 @@ def main():
                    help="length limit relative to the source, as tfmc translate's "
                         "(default 3; 0: off)")
     p.add_argument("--max-length-offset", type=int, default=10)
+    p.add_argument("--beam-size", type=int,
+                   help="beam size (default: the model file's, else 1 = greedy)")
+    p.add_argument("--length-penalty", type=float,
+                   help="beam length penalty (default: the model file's, else 1.0)")
     p.add_argument("--kernels", default="library", choices=["library", "loops"])
     p.add_argument("--write", help="write the reference translations to this file")
     p.add_argument("--limit", type=int, default=0, help="only the first N lines")
@@ -72,6 +81,12 @@ def main():
     for side in ("source", "target"):
         if desc[side]["tokenizer"] != "sentencepiece":
             sys.exit(f"error: {side} tokenizer is {desc[side]['tokenizer']}; this check needs sentencepiece")
+    decoding = desc.get("decoding", {})
+    beam = args.beam_size if args.beam_size is not None else decoding.get("beam_size", 1)
+    alpha = (args.length_penalty if args.length_penalty is not None
+             else decoding.get("length_penalty", 1.0))
+    if beam < 1:
+        sys.exit("error: --beam-size must be at least 1")
     tok_src = ref.load_tokenizer(args.model, "source")
     tok_tgt = ref.load_tokenizer(args.model, "target")
     with open(args.src, encoding="utf-8") as f:
@@ -84,16 +99,20 @@ def main():
     model = ref.load(args.model)
     t0 = time.time()
     src_ids = [tok_src.encode(line) for line in src_lines]
-    ref_ids = [model.greedy(ids, max_length=args.max_length,
-                            max_length_factor=args.max_length_factor,
-                            max_length_offset=args.max_length_offset)
-               for ids in src_ids]
+    limits = dict(max_length=args.max_length, max_length_factor=args.max_length_factor,
+                  max_length_offset=args.max_length_offset)
+    if beam == 1:
+        ref_ids = [model.greedy(ids, **limits) for ids in src_ids]
+    else:
+        ref_ids = [model.beam(ids, beam, alpha, n_best=1, **limits)[0][0] for ids in src_ids]
     ref_text = [tok_tgt.decode(ids) for ids in ref_ids]
-    print(f"reference: {len(src_lines)} lines in {time.time() - t0:.0f} s")
+    search = "greedy" if beam == 1 else f"beam {beam}, length penalty {alpha:g}"
+    print(f"reference ({search}): {len(src_lines)} lines in {time.time() - t0:.0f} s")
 
     common = ["--max-length", str(args.max_length), f"--kernels={args.kernels}",
               "--max-length-factor", str(args.max_length_factor),
-              "--max-length-offset", str(args.max_length_offset)]
+              "--max-length-offset", str(args.max_length_offset),
+              "--beam-size", str(beam), "--length-penalty", repr(alpha)]
     t0 = time.time()
     tfmc_ids = run_tfmc(args.tfmc, args.model, [" ".join(map(str, ids)) for ids in src_ids],
                         common + ["--ids"])

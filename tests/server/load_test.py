@@ -153,8 +153,11 @@ def main():
         got = [f"{i} ||| {h['text']} ||| {h['score']:.6f}"
                for i, hyps in enumerate(body["translations"]) for h in hyps]
         assert got == beam, (got[:3], beam[:3])
+        greedy = subprocess.run([args.tfmc, "translate", MODEL, "--beam-size", "1",
+                                 "--max-length", "128", "-i", SENTENCES],
+                                capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
         status, body = post(port, {"text": sentences, "beam_size": 1, "length_penalty": 1.0})
-        assert status == 200 and body["translations"] == cli, body
+        assert status == 200 and body["translations"] == greedy, body
         assert stop(proc) == 0
 
     # A queue that holds nothing answers 503.
