@@ -20,7 +20,7 @@ llvm_config.use_default_substitutions()
 # FileCheck, not and count live in the LLVM tools directory.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["tfm-opt", "tfmc"], [os.path.join(config.tfmc_obj_root, "bin")])
+    ["tfm-opt", "tfmc", "tfmc-serve"], [os.path.join(config.tfmc_obj_root, "bin")])
 config.substitutions.append(
     ("%fixtures", os.path.join(config.tfmc_src_root, "tests", "e2e", "fixtures")))
 config.substitutions.append(("%python", config.python_executable))

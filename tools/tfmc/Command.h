@@ -46,6 +46,15 @@ std::unique_ptr<Command> createQuantizeCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createScoreCommand(llvm::cl::OptionCategory &cat);
 std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
 
+/// Parses the command line for `commands` (each error one "error:" line)
+/// and runs the chosen one; the process then exits with its status once the
+/// commands are destroyed, without freeing what they left. Returns 1 (after `missingCommand` as the error)
+/// when the command line names no command.
+int dispatch(int argc, char **argv,
+             llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
+             llvm::cl::OptionCategory &category,
+             llvm::StringRef missingCommand);
+
 /// `--profile-format`, `--profile-output` and `--profile-svg` of
 /// `tfmc profile` (Profile.cpp).
 class ProfileOutput {

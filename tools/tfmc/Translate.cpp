@@ -270,6 +270,10 @@ public:
     auto translator = api::loadTranslator(model, load, timing.root());
     if (!translator)
       return fail(translator.takeError());
+    // The process ends with this command (tfmc.cpp exits without
+    // teardown): the translator's memory goes back to the system with it,
+    // instead of being unmapped and freed piece by piece first.
+    auto leak = llvm::make_scope_exit([&] { (void)translator->release(); });
     tfmc::Translator::Impl &state = (*translator)->impl();
     double loadSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - loadStart)

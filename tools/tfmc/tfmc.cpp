@@ -8,76 +8,61 @@
 // tfmc serve     MODEL.json [--host H] [--port P] [--max-batch N] ...
 //
 // Dispatch only: each subcommand, with its options, is in its own file.
+// `serve` is the tfmc-serve executable beside this one (tfmc-serve.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/Path.h"
 
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace cl = llvm::cl;
 using namespace tfmc::driver;
 
+namespace {
+
+/// Runs tfmc-serve from this executable's directory with the same
+/// arguments. The HTTP server lives there because the library it uses and
+/// the TLS and compression libraries that one loads cost every process
+/// ~10 ms to load: a one-sentence `tfmc translate` does not pay for them.
+int execServe(int argc, char **argv) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&execServe));
+  llvm::SmallString<256> server(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(server, "tfmc-serve");
+  std::vector<char *> args(argv, argv + argc);
+  static char name[] = "tfmc";
+  args[0] = name;
+  args.push_back(nullptr);
+  ::execv(server.c_str(), args.data());
+  return fail("tfmc serve runs " + server + ": " + std::strerror(errno));
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   secondsSinceStart();
+  if (argc > 1 && llvm::StringRef(argv[1]) == "serve")
+    return execServe(argc, argv);
   llvm::InitLLVM init(argc, argv);
   cl::OptionCategory category("tfmc options");
   std::unique_ptr<Command> commands[] = {
       createCompileCommand(category), createTranslateCommand(category),
-      createProfileCommand(category),
-      createForwardCommand(category), createEncodeCommand(category),
-      createScoreCommand(category), createServeCommand(category),
+      createProfileCommand(category), createForwardCommand(category),
+      createEncodeCommand(category),  createScoreCommand(category),
       createQuantizeCommand(category)};
-  cl::HideUnrelatedOptions(category);
-  // llvm::cl's own complaints (unknown options, bad values, missing
-  // arguments) become one "error:" line like every other error.
-  // Some of them go straight to stderr, so stderr is parked in a
-  // temporary file while the command line is parsed.
-  std::string complaints;
-  llvm::raw_string_ostream complaintStream(complaints);
-  llvm::errs().flush();
-  FILE *parked = std::tmpfile();
-  int savedStderr = parked ? ::dup(2) : -1;
-  if (savedStderr >= 0)
-    ::dup2(::fileno(parked), 2);
-  bool parsed = cl::ParseCommandLineOptions(
-      argc, argv,
-      "tfmc: compiler and runtime for encoder-decoder translation "
-      "Transformers\n",
-      &complaintStream);
-  llvm::errs().flush();
-  if (savedStderr >= 0) {
-    ::dup2(savedStderr, 2);
-    ::close(savedStderr);
-    std::rewind(parked);
-    char chunk[4096];
-    size_t n;
-    while ((n = std::fread(chunk, 1, sizeof(chunk), parked)) > 0)
-      complaints.insert(0, std::string(chunk, n));
-  }
-  if (parked)
-    std::fclose(parked);
-  if (!parsed) {
-    complaintStream.flush();
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(complaints).split(lines, '\n', -1, /*KeepEmpty=*/false);
-    std::string message;
-    for (llvm::StringRef line : lines) {
-      line = line.trim();
-      // "tfmc: ..." / "tfmc translate: ..." prefixes add nothing here.
-      if (line.starts_with("tfmc"))
-        line = line.split(": ").second;
-      message += (message.empty() ? "" : " ") + line.str();
-    }
-    return fail(message.empty() ? "invalid command line" : message);
-  }
-  for (std::unique_ptr<Command> &command : commands)
-    if (command->subcommand())
-      return command->run();
-  return fail("expected a command: compile, translate, forward, encode, "
-              "score or serve (see tfmc --help)");
+  // Listed by --help; never chosen here (main runs tfmc-serve first).
+  cl::SubCommand serve("serve",
+                       "Serve translations over HTTP/JSON (`tfmc serve "
+                       "--help` for its options)");
+  return dispatch(argc, argv, commands, category,
+                  "expected a command: compile, translate, profile, forward, "
+                  "encode, score, quantize or serve (see tfmc --help)");
 }
