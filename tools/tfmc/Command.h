@@ -48,8 +48,8 @@ std::unique_ptr<Command> createServeCommand(llvm::cl::OptionCategory &cat);
 
 /// Parses the command line for `commands` (each error one "error:" line)
 /// and runs the chosen one; the process then exits with its status once the
-/// commands are destroyed, without freeing what they left. Returns 1 (after `missingCommand` as the error)
-/// when the command line names no command.
+/// commands are destroyed, without freeing what they left. Returns 1 (after
+/// `missingCommand` as the error) when the command line names no command.
 int dispatch(int argc, char **argv,
              llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
              llvm::cl::OptionCategory &category,

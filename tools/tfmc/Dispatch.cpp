@@ -2,7 +2,7 @@
 //
 // Shared by the tfmc and tfmc-serve executables: llvm::cl's own complaints
 // become one "error:" line, the chosen command runs, and the process ends
-// without tearing down what the command left (see runCommand).
+// without tearing down what the command left (dispatch() in Command.h).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
