@@ -3,7 +3,9 @@
 // tfmc-bench-machine [--threads N]: prints one JSON line with the measured
 // oneDNN sgemm rate (GFLOP/s, 1024^3, best of 5) and the memory bandwidth
 // for reading (sum of 256 MiB) and copying (256 MiB memcpy), best of 5:
-// the same probe `tfmc profile` runs (runtime/kernels/MachineProbe).
+// the same probe `tfmc profile` runs (runtime/kernels/MachineProbe); and,
+// with N > 1, the vector FMA rate of N threads together against one alone
+// (probeVectorScaling: what N threads can gain at most on this machine).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/MachineProbe.h"
@@ -24,7 +26,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("{\"threads\": %d, \"sgemm_gflops\": %.1f, \"read_gbs\": %.1f, "
-              "\"copy_gbs\": %.1f}\n",
+              "\"copy_gbs\": %.1f",
               m.threads, m.sgemmGflops, m.readGBs, m.copyGBs);
+  if (m.threads > 1) {
+    tfmc::runtime::VectorScaling v =
+        tfmc::runtime::probeVectorScaling(m.threads);
+    std::printf(", \"fma_gflops_alone\": %.1f, \"fma_gflops_together\": %.1f",
+                v.alone, v.together);
+  }
+  std::printf("}\n");
   return 0;
 }

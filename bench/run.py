@@ -253,6 +253,16 @@ def main():
     for t, lim in limits.items():
         print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
               f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s")
+    # What more threads can gain here at most: vector arithmetic, memory
+    # reads and oneDNN's own sgemm, t threads against one (issue 28's
+    # two-thread targets are ratios of the same kind).
+    one = limits.get(1)
+    for t, lim in limits.items():
+        if t > 1 and one and "fma_gflops_together" in lim:
+            print(f"machine, {t} threads against 1: vector FMA "
+                  f"{lim['fma_gflops_together'] / lim['fma_gflops_alone']:.2f}x, "
+                  f"memory read {lim['read_gbs'] / one['read_gbs']:.2f}x, "
+                  f"oneDNN sgemm {lim['sgemm_gflops'] / one['sgemm_gflops']:.2f}x")
     print()
     print("float16 streams half the weight bytes of float32, int8 a quarter (plus "
           "per-row scales), and greedy's output projection reads an int8 copy of a "
@@ -281,6 +291,12 @@ def main():
               f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |"
               + (f" {r['tfmc'] / r['baseline']:.3f} |" if "baseline" in r else ""))
 
+
+    by = {(r["batch"], r["threads"], r["ct"]): r["tfmc"] for r in rows}
+    scaling = [f"batch {b} {ct} {by[(b, t, ct)] / by[(b, 1, ct)]:.2f}x"
+               for (b, t, ct) in sorted(by) if t > 1 and (b, 1, ct) in by]
+    if scaling:
+        print("\ntfmc, more threads against 1 (tokens/s): " + ", ".join(scaling))
 
     shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
     if not args.skip_shapes and os.path.exists(shapes_tool):

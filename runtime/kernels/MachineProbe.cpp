@@ -2,13 +2,17 @@
 #include "runtime/kernels/MachineProbe.h"
 #include "runtime/kernels/KernelAbi.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #ifdef TFMC_WITH_ONEDNN
@@ -44,7 +48,88 @@ double sgemmGflops(int repeats) {
 #endif
 }
 
+/// Multiply-adds on 12 independent accumulators (enough to cover the FMA
+/// latency on both ports); returns a value that depends on all of them.
+/// FLOPs: iterations x 12 x lanes x 2.
+__attribute__((target("avx512f"))) float fmaLoop512(int64_t iterations) {
+  __m512 acc[12];
+  for (int j = 0; j < 12; ++j)
+    acc[j] = _mm512_set1_ps(float(j));
+  const __m512 m = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < 12; ++j)
+      acc[j] = _mm512_fmadd_ps(acc[j], m, c);
+  float sum = 0;
+  for (int j = 0; j < 12; ++j)
+    sum += _mm512_reduce_add_ps(acc[j]);
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) float fmaLoop256(int64_t iterations) {
+  __m256 acc[12];
+  for (int j = 0; j < 12; ++j)
+    acc[j] = _mm256_set1_ps(float(j));
+  const __m256 m = _mm256_set1_ps(1.0000001f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < 12; ++j)
+      acc[j] = _mm256_fmadd_ps(acc[j], m, c);
+  alignas(32) float lanes[8];
+  float sum = 0;
+  for (int j = 0; j < 12; ++j) {
+    _mm256_store_ps(lanes, acc[j]);
+    for (float v : lanes)
+      sum += v;
+  }
+  return sum;
+}
+
+/// Seconds each of `threads` threads takes for the FMA loop when they start
+/// together; the slowest.
+double fmaSeconds(int threads, bool wide, int64_t iterations,
+                  volatile float &sink) {
+  std::atomic<int> ready{0};
+  std::vector<double> seconds(threads);
+  std::vector<float> sums(threads);
+  auto work = [&](int t) {
+    ready.fetch_add(1);
+    while (ready.load() < threads) {
+    }
+    auto start = std::chrono::steady_clock::now();
+    sums[t] = wide ? fmaLoop512(iterations) : fmaLoop256(iterations);
+    seconds[t] = secondsSince(start);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work, t);
+  work(0);
+  for (std::thread &th : pool)
+    th.join();
+  for (float s : sums)
+    sink = sink + s;
+  return *std::max_element(seconds.begin(), seconds.end());
+}
+
 } // namespace
+
+VectorScaling tfmc::runtime::probeVectorScaling(int threads, int repeats) {
+  VectorScaling out;
+  out.threads = std::max(1, threads);
+  bool wide = __builtin_cpu_supports("avx512f");
+  if (!wide && !(__builtin_cpu_supports("avx2") &&
+                 __builtin_cpu_supports("fma")))
+    return out;
+  const int64_t iterations = wide ? 20'000'000 : 40'000'000;
+  const double flops = double(iterations) * 12 * (wide ? 16 : 8) * 2;
+  volatile float sink = 0;
+  double alone = 1e30, together = 1e30;
+  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
+    alone = std::min(alone, fmaSeconds(1, wide, iterations, sink));
+    together = std::min(together, fmaSeconds(out.threads, wide, iterations, sink));
+  }
+  out.alone = flops / alone / 1e9;
+  out.together = out.threads * flops / together / 1e9;
+  return out;
+}
 
 MachineLimits tfmc::runtime::probeMachine(const ProbeOptions &options) {
   MachineLimits limits;

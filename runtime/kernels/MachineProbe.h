@@ -32,6 +32,20 @@ struct ProbeOptions {
 
 MachineLimits probeMachine(const ProbeOptions &options);
 
+/// How much vector arithmetic `threads` threads get at once against one
+/// thread alone: each runs an FMA loop (the widest vectors the kernels use
+/// here, independent accumulators, no memory traffic) for ~0.1 s, alone
+/// and then all together, best of `repeats`. On a machine whose cores are
+/// its own, `together` is `threads` x `alone`; virtual CPUs that share a
+/// core's vector units (SMT siblings on the host) give less, and no kernel
+/// can scale beyond that.
+struct VectorScaling {
+  int threads = 1;
+  /// GFLOP/s of one thread alone, and of all threads together (summed).
+  double alone = 0, together = 0;
+};
+VectorScaling probeVectorScaling(int threads, int repeats = 3);
+
 /// "cpu: MODEL, ISA" as bench/run.py prints it: the CPU's model name and
 /// the instruction sets the kernels use here (AVX-512 + VNNI, AVX2 + FMA),
 /// with a TFMC_KERNEL_ISA override named.
