@@ -270,7 +270,7 @@ public:
     auto translator = api::loadTranslator(model, load, timing.root());
     if (!translator)
       return fail(translator.takeError());
-    // The process ends with this command (tfmc.cpp exits without
+    // The process ends with this command (dispatch() exits without
     // teardown): the translator's memory goes back to the system with it,
     // instead of being unmapped and freed piece by piece first.
     auto leak = llvm::make_scope_exit([&] { (void)translator->release(); });
