@@ -8,20 +8,33 @@
 // freed blocks are kept per size class and handed out again, so from the
 // second step on a decoder step makes no system allocation. Blocks up to
 // kLargestHeapBlock (2 MB) come from the heap, and up to kMostCachedHeap
-// (24 MB) of them are kept idle; larger ones (the encoder's buffers, a
-// wide batch's logits) are huge-page mappings (PageMemory.h), and up to
-// kMostCachedMapped (64 MB) of those are kept idle too: the next batch's
-// encoder then writes into pages it already has instead of pages the
-// system must find and zero again (on a VM that hands freed memory back
-// to its host, 1.5-2 ms per MB). Anything beyond goes back to the system,
-// which bounds what the pool adds to peak memory.
+// (24 MB) of them are kept idle. Larger ones (the encoder's buffers, the
+// cross-attention keys and values, a wide batch's logits) are huge-page
+// mappings (PageMemory.h), all of them kept idle while the pool's mappings,
+// in use and idle together, stay within the most that were ever in use at
+// once (or kMappedFloor): the next batch's encoder then writes into pages
+// the process already has instead of pages the system must find and zero
+// again (on a VM that hands freed memory back to its host, 1.5-2 ms per
+// MB). A new mapping that would go beyond that first unmaps idle blocks,
+// the largest first, so the pool never holds more than a batch needed at
+// its peak: idle blocks cost no peak memory.
+//
+// The bound was 64 MB of idle blocks before (2026-12-04): batch 64 of the
+// base model (32-token sources) maps ~200 MB in its encoder, so most of a
+// batch's mappings were unmapped and the next batch faulted them in again.
+// 256 sentences at batch 64, one thread: `tfmc profile` put the encoder's
+// slices of the merged cross-attention projection at 425 ms (0.64 GB/s:
+// first touches) and its linear layers at 2.89 s; with every block kept,
+// 125 ms and 2.09 s; peak RSS 896 -> 922 MB.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
 
 #include "frontends/model/PageMemory.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -31,7 +44,7 @@ namespace {
 constexpr size_t kHeader = 64; // keeps payloads 64-byte aligned
 constexpr size_t kLargestHeapBlock = size_t(2) << 20;
 constexpr size_t kMostCachedHeap = size_t(24) << 20;
-constexpr size_t kMostCachedMapped = size_t(64) << 20;
+constexpr size_t kMappedFloor = size_t(64) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
 /// 128 bytes, so every class is a multiple of the 64-byte alignment.
@@ -69,24 +82,56 @@ public:
     if (size > (size_t(1) << 46))
       return nullptr;
     size_t cls = blockClass(size);
-    bool mapped = cls > kLargestHeapBlock;
+    if (cls <= kLargestHeapBlock) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        std::vector<char *> &list = idleHeap[cls];
+        if (!list.empty()) {
+          char *block = list.back();
+          list.pop_back();
+          cachedHeap -= kHeader + cls;
+          return block + kHeader;
+        }
+      }
+      auto *block = static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
+      return block ? label(block, cls) : nullptr;
+    }
+    size_t bytes = kHeader + cls;
+    std::vector<std::pair<char *, size_t>> unmapping;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      std::vector<char *> &list = idle[cls];
-      if (!list.empty()) {
-        char *block = list.back();
-        list.pop_back();
-        (mapped ? cachedMapped : cachedHeap) -= kHeader + cls;
+      auto it = idleMapped.find(cls);
+      if (it != idleMapped.end() && !it->second.empty()) {
+        char *block = it->second.back();
+        it->second.pop_back();
+        cachedMapped -= bytes;
+        noteLive(bytes);
         return block + kHeader;
       }
+      // Make room: in use, idle and new together within the budget.
+      size_t budget = std::max({kMappedFloor, highWater, liveMapped + bytes});
+      while (cachedMapped > 0 && liveMapped + cachedMapped + bytes > budget) {
+        auto largest = std::prev(idleMapped.end());
+        if (largest->second.empty()) {
+          idleMapped.erase(largest);
+          continue;
+        }
+        size_t victim = kHeader + largest->first;
+        unmapping.push_back({largest->second.back(), victim});
+        largest->second.pop_back();
+        cachedMapped -= victim;
+      }
+      noteLive(bytes);
     }
-    auto *block =
-        mapped ? static_cast<char *>(tfmc::pages::map(kHeader + cls))
-               : static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
-    if (!block)
+    for (auto [block, length] : unmapping)
+      tfmc::pages::unmap(block, length);
+    auto *block = static_cast<char *>(tfmc::pages::map(bytes));
+    if (!block) {
+      std::lock_guard<std::mutex> lock(mutex);
+      liveMapped -= bytes;
       return nullptr;
-    *reinterpret_cast<size_t *>(block) = cls;
-    return block + kHeader;
+    }
+    return label(block, cls);
   }
 
   void release(void *payload) {
@@ -94,33 +139,53 @@ public:
       return;
     char *block = static_cast<char *>(payload) - kHeader;
     size_t cls = *reinterpret_cast<size_t *>(block);
-    bool mapped = cls > kLargestHeapBlock;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      size_t &cached = mapped ? cachedMapped : cachedHeap;
-      if (cached + kHeader + cls <=
-          (mapped ? kMostCachedMapped : kMostCachedHeap)) {
-        idle[cls].push_back(block);
-        cached += kHeader + cls;
-        return;
-      }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (cls > kLargestHeapBlock) {
+      // In use and idle together stay as they were: always kept.
+      liveMapped -= kHeader + cls;
+      cachedMapped += kHeader + cls;
+      idleMapped[cls].push_back(block);
+      return;
     }
-    if (mapped)
-      tfmc::pages::unmap(block, kHeader + cls);
-    else
-      std::free(block);
+    if (cachedHeap + kHeader + cls <= kMostCachedHeap) {
+      idleHeap[cls].push_back(block);
+      cachedHeap += kHeader + cls;
+      return;
+    }
+    std::free(block);
+  }
+
+  tfmc::runtime::PoolCounters counters() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return {liveMapped, cachedMapped, highWater};
   }
 
 private:
+  static void *label(char *block, size_t cls) {
+    *reinterpret_cast<size_t *>(block) = cls;
+    return block + kHeader;
+  }
+  void noteLive(size_t bytes) {
+    liveMapped += bytes;
+    highWater = std::max(highWater, liveMapped);
+  }
+
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<char *>> idle;
-  size_t cachedHeap = 0, cachedMapped = 0;
+  std::unordered_map<size_t, std::vector<char *>> idleHeap;
+  std::map<size_t, std::vector<char *>> idleMapped;
+  size_t cachedHeap = 0;
+  // Bytes of mappings handed out, idle, and the most ever handed out.
+  size_t liveMapped = 0, cachedMapped = 0, highWater = 0;
 };
 
 void *poolMalloc(size_t size) { return BufferPool::get().allocate(size); }
 void poolFree(void *p) { BufferPool::get().release(p); }
 
 } // namespace
+
+tfmc::runtime::PoolCounters tfmc::runtime::bufferPoolCounters() {
+  return BufferPool::get().counters();
+}
 
 std::vector<std::pair<std::string, void *>>
 tfmc::runtime::bufferPoolSymbols() {

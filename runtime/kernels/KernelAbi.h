@@ -64,6 +64,14 @@ std::vector<std::pair<std::string, void *>> kernelSymbols();
 /// per size class for reuse (BufferPool.cpp).
 std::vector<std::pair<std::string, void *>> bufferPoolSymbols();
 
+/// Bytes of the pool's huge-page blocks (those above 2 MB): handed out,
+/// idle, and the most ever handed out at once. In use and idle together
+/// stay within max(64 MB, the most ever handed out).
+struct PoolCounters {
+  size_t liveMapped = 0, idleMapped = 0, highWater = 0;
+};
+PoolCounters bufferPoolCounters();
+
 /// ... and the search kernels' (SearchKernels.cpp: the candidate scan the
 /// loop kernels of tfm.linear_topk call), in every build.
 std::vector<std::pair<std::string, void *>> searchKernelSymbols();

@@ -1,0 +1,111 @@
+//===- BufferPoolTest.cpp - the pool behind compiled code's malloc/free ---===//
+//
+// Compiled code's malloc and free (bufferPoolSymbols) keep freed blocks for
+// reuse. Blocks above 2 MB are mappings, all kept idle while the pool's
+// mappings, in use and idle together, stay within max(64 MB, the most ever
+// in use at once); a new mapping beyond that unmaps idle blocks first.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/KernelAbi.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+using MallocFn = void *(*)(size_t);
+using FreeFn = void (*)(void *);
+
+struct Pool {
+  MallocFn allocate = nullptr;
+  FreeFn release = nullptr;
+  Pool() {
+    for (auto &[name, fn] : bufferPoolSymbols()) {
+      if (name == "malloc")
+        allocate = reinterpret_cast<MallocFn>(fn);
+      else if (name == "free")
+        release = reinterpret_cast<FreeFn>(fn);
+    }
+  }
+};
+
+constexpr size_t MB = size_t(1) << 20;
+
+/// The pool's promise on memory: never more mapped than its peak in use.
+void expectWithinPeak(const char *when) {
+  PoolCounters c = bufferPoolCounters();
+  EXPECT_LE(c.liveMapped + c.idleMapped, std::max(64 * MB, c.highWater))
+      << when << ": in use " << c.liveMapped << ", idle " << c.idleMapped
+      << ", peak " << c.highWater;
+  EXPECT_LE(c.liveMapped, c.highWater) << when;
+}
+
+} // namespace
+
+TEST(BufferPool, HandsAFreedBlockOutAgain) {
+  Pool pool;
+  ASSERT_TRUE(pool.allocate && pool.release);
+  for (size_t bytes : {size_t(1000), 8 * MB}) {
+    void *p = pool.allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    std::memset(p, 1, bytes);
+    pool.release(p);
+    void *q = pool.allocate(bytes);
+    EXPECT_EQ(q, p) << bytes << " bytes";
+    pool.release(q);
+  }
+  pool.release(nullptr);
+}
+
+TEST(BufferPool, KeepsWhatABatchUsedAtItsPeak) {
+  Pool pool;
+  PoolCounters before = bufferPoolCounters();
+  // Three blocks of 40 MB at once, as a wide batch's encoder holds its
+  // buffers: all three stay idle after they are freed (more than 64 MB).
+  void *blocks[3];
+  for (void *&b : blocks) {
+    b = pool.allocate(40 * MB);
+    ASSERT_NE(b, nullptr);
+  }
+  PoolCounters held = bufferPoolCounters();
+  EXPECT_GE(held.liveMapped, before.liveMapped + 120 * MB);
+  EXPECT_GE(held.highWater, held.liveMapped);
+  expectWithinPeak("three blocks held");
+  for (void *b : blocks)
+    pool.release(b);
+  PoolCounters idle = bufferPoolCounters();
+  EXPECT_GE(idle.idleMapped, before.idleMapped + 120 * MB);
+  expectWithinPeak("three blocks freed");
+  // The next batch gets the same blocks back: no new mapping.
+  for (void *&b : blocks)
+    b = pool.allocate(40 * MB);
+  EXPECT_EQ(bufferPoolCounters().highWater, held.highWater);
+  for (void *b : blocks)
+    pool.release(b);
+}
+
+TEST(BufferPool, UnmapsIdleBlocksRatherThanGrowPastItsPeak) {
+  Pool pool;
+  void *a = pool.allocate(50 * MB), *b = pool.allocate(50 * MB);
+  ASSERT_TRUE(a && b);
+  pool.release(a);
+  pool.release(b);
+  size_t peak = bufferPoolCounters().highWater;
+  // Blocks of another size class, one at a time: each needs a mapping of
+  // its own, which the idle 50 MB blocks make room for.
+  for (size_t size : {70 * MB, 90 * MB, 30 * MB}) {
+    void *c = pool.allocate(size);
+    ASSERT_NE(c, nullptr);
+    expectWithinPeak(("holding " + std::to_string(size >> 20) + " MB").c_str());
+    pool.release(c);
+    expectWithinPeak("after freeing it");
+  }
+  EXPECT_EQ(bufferPoolCounters().highWater, peak);
+}
