@@ -110,7 +110,8 @@ public:
       }
       // Make room: in use, idle and new together within the budget.
       size_t budget = std::max({kMappedFloor, highWater, liveMapped + bytes});
-      while (cachedMapped > 0 && liveMapped + cachedMapped + bytes > budget) {
+      while (!idleMapped.empty() &&
+             liveMapped + cachedMapped + bytes > budget) {
         auto largest = std::prev(idleMapped.end());
         if (largest->second.empty()) {
           idleMapped.erase(largest);
