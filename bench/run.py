@@ -195,7 +195,9 @@ def main():
     rng = random.Random(7)
     src = os.path.join(args.work, "src.ids")
     with open(src, "w") as f:
-        for _ in range(64):
+        # Enough lines for --sentences (the rows once took the file's first
+        # 64 lines whatever --sentences said, and divided by its batches).
+        for _ in range(max(64, args.sentences)):
             f.write(" ".join(str(rng.randrange(4, vocab)) for _ in range(args.src_len - 1)) + "\n")
 
     limits = {}
@@ -209,6 +211,7 @@ def main():
     for threads in [int(x) for x in args.threads.split(",")]:
         for batch in [int(x) for x in args.batches.split(",")]:
             n = args.sentences or (4 if batch == 1 else batch)
+            batches = -(-n // batch)  # the last one may be partial
             inp = os.path.join(args.work, f"src-{n}.ids")
             with open(src) as f, open(inp, "w") as g:
                 g.writelines(f.readlines()[:n])
@@ -235,8 +238,8 @@ def main():
                 runs.sort(key=lambda r: float(r[0][5]))
                 (tokens, load, jit, enc, dec, tps), rss = runs[len(runs) // 2]
                 row = dict(batch=batch, threads=threads, ct=ct, tfmc=float(tps), load=float(load),
-                           jit=float(jit), enc=float(enc) / max(1, n // batch), rss=rss,
-                           step_ms=1000 * float(dec) / (args.steps * max(1, n // batch)))
+                           jit=float(jit), enc=float(enc) / batches, rss=rss,
+                           step_ms=1000 * float(dec) / (args.steps * batches))
                 if baseline:
                     row["baseline"] = sorted(baseline)[len(baseline) // 2]
                 if pt:
