@@ -24,8 +24,9 @@
 // batch's mappings were unmapped and the next batch faulted them in again.
 // 256 sentences at batch 64, one thread: `tfmc profile` put the encoder's
 // slices of the merged cross-attention projection at 425 ms (0.64 GB/s:
-// first touches) and its linear layers at 2.89 s; with every block kept,
-// 125 ms and 2.09 s; peak RSS 896 -> 922 MB.
+// first touches) and its linear layers at 2.89 s; with blocks kept up to
+// the peak, 174 ms and 2.05 s; peak RSS level (two threads: 896-899 MB
+// before, 872-913 MB after, two runs each).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
