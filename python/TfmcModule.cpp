@@ -47,7 +47,8 @@ class PyTranslator {
 public:
   PyTranslator(const std::string &model, const std::string &computeType,
                int threads, const std::string &kernels,
-               const std::string &cacheDir, bool useCache, bool profile) {
+               const std::string &cacheDir, bool useCache, bool profile,
+               int64_t warmUpRows) {
     if (!computeType.empty() && computeType != "float32" &&
         computeType != "float16" && computeType != "bfloat16" &&
         computeType != "int8")
@@ -62,6 +63,7 @@ public:
     load.useCache = useCache;
     load.encoderStates = true;
     load.profile = profile;
+    load.warmUpRows = warmUpRows;
     tfmc::Result<std::unique_ptr<tfmc::Translator>> loaded =
         tfmc::Result<std::unique_ptr<tfmc::Translator>>::failure("");
     {
@@ -157,17 +159,20 @@ PYBIND11_MODULE(_tfmc, m) {
   m.attr("__version__") = TFMC_VERSION;
   py::class_<PyTranslator>(m, "Translator")
       .def(py::init<const std::string &, const std::string &, int,
-                    const std::string &, const std::string &, bool, bool>(),
+                    const std::string &, const std::string &, bool, bool,
+                    int64_t>(),
            py::arg("model"), py::arg("compute_type") = "",
            py::arg("threads") = 1, py::arg("kernels") = "",
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
-           py::arg("profile") = false,
+           py::arg("profile") = false, py::arg("warm_up_rows") = 1,
            "Loads and compiles MODEL.json (through the compiled-model "
            "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' "
            "('' = the model file's compute_type, else float32). "
            "profile=True compiles "
            "the profiled variant: profile() then says where translate "
-           "calls spent their time.")
+           "calls spent their time. warm_up_rows: the batch size translate "
+           "calls will use (1-256), so that load packs the kernels' weights "
+           "for it rather than the first call.")
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,

@@ -72,6 +72,14 @@ struct LoadOptions {
   /// and memory bandwidth at load (~0.5 s). One profiling translator per
   /// process at a time.
   bool profile = false;
+  /// Load runs a one-sentence translation so that the kernels pack their
+  /// weights then rather than in the first batch; with more than one
+  /// (at most 256), also a batch of this many sentences: the batch size
+  /// translate calls will use. Some kernels change with the batch (greedy's
+  /// output projection of a mid-sized vocabulary reads an int8 shortlist
+  /// for one sentence and float panels for more), and packing those in the
+  /// first batch is paid in its decoding time.
+  int64_t warmUpRows = 1;
 };
 
 /// How sentences are decoded and batched (the options of `tfmc translate`).

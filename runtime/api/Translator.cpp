@@ -168,6 +168,11 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   sessionOptions.encoderStates = options.encoderStates;
   sessionOptions.dumpDir = options.dumpDir;
   sessionOptions.profile = options.profile;
+  if (options.warmUpRows < 1 ||
+      options.warmUpRows > runtime::Session::kMaxWarmUpRows)
+    return error("warm-up rows must be between 1 and " +
+                 std::to_string(runtime::Session::kMaxWarmUpRows));
+  sessionOptions.warmUpRows = options.warmUpRows;
   if (options.useCache)
     sessionOptions.cacheDir = options.cacheDir.empty()
                                   ? runtime::defaultCacheDirectory()

@@ -4,37 +4,52 @@
 // after its last use, so a decoder step would otherwise call the system
 // allocator for each op, and buffers above glibc's mmap threshold (FFN
 // hidden rows, logits) would be mapped, faulted in and unmapped every step.
-// The JIT resolves compiled code's `malloc`/`free` to this pool instead:
-// freed blocks are kept per size class and handed out again, so from the
-// second step on a decoder step makes no system allocation. Blocks up to
-// kLargestHeapBlock (2 MB) come from the heap, and up to kMostCachedHeap
-// (24 MB) of them are kept idle. Larger ones (the encoder's buffers, the
-// cross-attention keys and values, a wide batch's logits) are huge-page
-// mappings (PageMemory.h), all of them kept idle while the pool's mappings,
-// in use and idle together, stay within the most that were ever in use at
-// once (or kMappedFloor): the next batch's encoder then writes into pages
-// the process already has instead of pages the system must find and zero
-// again (on a VM that hands freed memory back to its host, 1.5-2 ms per
-// MB). A new mapping that would go beyond that first unmaps idle blocks,
-// the largest first, so the pool never holds more than a batch needed at
-// its peak: idle blocks cost no peak memory.
+// The JIT resolves compiled code's `malloc`/`free` to this pool instead,
+// and the decoder's large buffers (KV caches above 2 MB, DecoderArena.h)
+// come from it too: freed blocks are kept per size class and handed out
+// again, so from the second step on a decoder step makes no system
+// allocation, and the decoder's caches take the pages the encoder's
+// buffers left idle. Blocks up to kLargestHeapBlock (2 MB) come from the
+// heap; larger ones are huge-page mappings (PageMemory.h) of whole huge
+// pages, their class kept beside them rather than in a header (a header
+// made a 4 MiB buffer touch a third huge page).
 //
-// The bound was 64 MB of idle blocks before (2026-12-04): batch 64 of the
-// base model (32-token sources) maps ~200 MB in its encoder, so most of a
-// batch's mappings were unmapped and the next batch faulted them in again.
-// 256 sentences at batch 64, one thread: `tfmc profile` put the encoder's
-// slices of the merged cross-attention projection at 425 ms (0.64 GB/s:
-// first touches) and its linear layers at 2.89 s; with blocks kept up to
-// the peak, 174 ms and 2.05 s; peak RSS level (two threads: 896-899 MB
-// before, 872-913 MB after, two runs each).
+// Of each kind, every idle block is kept while the pool's blocks, in use
+// and idle together, stay within the most that were ever in use at once
+// (or a floor: 24 MB of heap blocks, 64 MB mapped): the next batch then
+// writes into pages the process already has instead of pages the system
+// must find and zero again (on a VM that hands freed memory back to its
+// host, 1.5-2 ms per MB). A new block that would go beyond that first
+// frees idle blocks, the largest first, so the pool never holds more than
+// a batch needed at its peak: idle blocks cost no peak memory.
+//
+// A mapped request with no idle block of its class takes an idle one of up
+// to twice the size whole; failing that, the new mapping takes the pages
+// of smaller idle blocks, the largest first, moved into place with mremap
+// (huge-page aligned at both ends, so page tables move, not bytes), and
+// only the rest of it is fresh.
+//
+// History (2026-12-04): the mapped blocks' bound was 64 MB of idle blocks
+// before the tenth session; batch 64 of the base model (32-token sources)
+// maps ~200 MB in its encoder, so most of a batch's mappings were unmapped
+// and the next batch faulted them in again (`tfmc profile`, 256 sentences
+// at batch 64, one thread: the encoder's slices of the merged
+// cross-attention projection 425 -> 174 ms, its linear layers 2.89 -> 2.05
+// s). The eleventh session gave the decoder's caches the same pool (a
+// one-batch run at batch 64 decoded in 1.52 s instead of 1.71, peak RSS
+// 712 MB instead of 825), dropped the mapped blocks' header, and kept the
+// heap blocks to their peak too (at most 24 MB idle before).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
 
 #include "frontends/model/PageMemory.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -42,9 +57,9 @@
 
 namespace {
 
-constexpr size_t kHeader = 64; // keeps payloads 64-byte aligned
+constexpr size_t kHeader = 64; // keeps heap payloads 64-byte aligned
 constexpr size_t kLargestHeapBlock = size_t(2) << 20;
-constexpr size_t kMostCachedHeap = size_t(24) << 20;
+constexpr size_t kHeapFloor = size_t(24) << 20;
 constexpr size_t kMappedFloor = size_t(64) << 20;
 
 /// Sizes rounded up to 2^k or 1.5 * 2^k (at most a third wasted), at least
@@ -60,6 +75,48 @@ size_t sizeClass(size_t size) {
   return c;
 }
 
+/// Blocks of one kind (heap or mapped): idle ones by class, and the bytes
+/// in use, idle, and most ever in use at once.
+struct Kind {
+  std::map<size_t, std::vector<char *>> idle;
+  size_t live = 0, cached = 0, highWater = 0;
+
+  void noteLive(size_t bytes) {
+    live += bytes;
+    highWater = std::max(highWater, live);
+  }
+  /// Takes an idle block of class `cls` (nullptr: none).
+  char *take(size_t cls, size_t bytes) {
+    auto it = idle.find(cls);
+    if (it == idle.end() || it->second.empty())
+      return nullptr;
+    char *block = it->second.back();
+    it->second.pop_back();
+    cached -= bytes;
+    noteLive(bytes);
+    return block;
+  }
+  /// Idle blocks, the largest first, to give back so that `bytes` more fit
+  /// within max(floor, the peak in use): (block, class) pairs.
+  std::vector<std::pair<char *, size_t>>
+  makeRoom(size_t bytes, size_t floor,
+           const std::function<size_t(size_t)> &length) {
+    std::vector<std::pair<char *, size_t>> out;
+    size_t budget = std::max({floor, highWater, live + bytes});
+    while (!idle.empty() && live + cached + bytes > budget) {
+      auto largest = std::prev(idle.end());
+      if (largest->second.empty()) {
+        idle.erase(largest);
+        continue;
+      }
+      out.push_back({largest->second.back(), largest->first});
+      largest->second.pop_back();
+      cached -= length(largest->first);
+    }
+    return out;
+  }
+};
+
 class BufferPool {
 public:
   static BufferPool &get() {
@@ -69,115 +126,152 @@ public:
     return *pool;
   }
 
-  /// A mapped block's class fills whole huge pages with its header: a
-  /// class of 4 MiB would otherwise map (and, advised, fault in) a third
-  /// huge page for 64 bytes.
-  static size_t blockClass(size_t size) {
-    size_t cls = sizeClass(size);
-    if (cls <= kLargestHeapBlock)
-      return cls;
-    return tfmc::pages::mappingBytes(cls + kHeader) - kHeader;
-  }
-
   void *allocate(size_t size) {
     if (size > (size_t(1) << 46))
       return nullptr;
-    size_t cls = blockClass(size);
-    if (cls <= kLargestHeapBlock) {
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        std::vector<char *> &list = idleHeap[cls];
-        if (!list.empty()) {
-          char *block = list.back();
-          list.pop_back();
-          cachedHeap -= kHeader + cls;
-          return block + kHeader;
-        }
-      }
-      auto *block = static_cast<char *>(std::aligned_alloc(64, kHeader + cls));
-      return block ? label(block, cls) : nullptr;
-    }
-    size_t bytes = kHeader + cls;
-    std::vector<std::pair<char *, size_t>> unmapping;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto it = idleMapped.find(cls);
-      if (it != idleMapped.end() && !it->second.empty()) {
-        char *block = it->second.back();
-        it->second.pop_back();
-        cachedMapped -= bytes;
-        noteLive(bytes);
-        return block + kHeader;
-      }
-      // Make room: in use, idle and new together within the budget.
-      size_t budget = std::max({kMappedFloor, highWater, liveMapped + bytes});
-      while (!idleMapped.empty() &&
-             liveMapped + cachedMapped + bytes > budget) {
-        auto largest = std::prev(idleMapped.end());
-        if (largest->second.empty()) {
-          idleMapped.erase(largest);
-          continue;
-        }
-        size_t victim = kHeader + largest->first;
-        unmapping.push_back({largest->second.back(), victim});
-        largest->second.pop_back();
-        cachedMapped -= victim;
-      }
-      noteLive(bytes);
-    }
-    for (auto [block, length] : unmapping)
-      tfmc::pages::unmap(block, length);
-    auto *block = static_cast<char *>(tfmc::pages::map(bytes));
-    if (!block) {
-      std::lock_guard<std::mutex> lock(mutex);
-      liveMapped -= bytes;
-      return nullptr;
-    }
-    return label(block, cls);
+    size_t cls = sizeClass(size);
+    return cls <= kLargestHeapBlock ? allocateHeap(cls)
+                                    : allocateMapped(mappedClass(cls));
   }
 
   void release(void *payload) {
     if (!payload)
       return;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = liveMapped.find(static_cast<char *>(payload));
+    if (it != liveMapped.end()) {
+      // In use and idle together stay as they were: always kept.
+      size_t cls = it->second;
+      liveMapped.erase(it);
+      mapped.live -= cls;
+      mapped.cached += cls;
+      mapped.idle[cls].push_back(static_cast<char *>(payload));
+      return;
+    }
     char *block = static_cast<char *>(payload) - kHeader;
     size_t cls = *reinterpret_cast<size_t *>(block);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (cls > kLargestHeapBlock) {
-      // In use and idle together stay as they were: always kept.
-      liveMapped -= kHeader + cls;
-      cachedMapped += kHeader + cls;
-      idleMapped[cls].push_back(block);
-      return;
+    heap.live -= kHeader + cls;
+    heap.cached += kHeader + cls;
+    heap.idle[cls].push_back(block);
+  }
+
+  /// Unmaps or frees every idle block.
+  void trim() {
+    std::vector<std::pair<char *, size_t>> unmapping;
+    std::vector<char *> freeing;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto &[cls, list] : mapped.idle)
+        for (char *block : list)
+          unmapping.push_back({block, cls});
+      for (auto &[cls, list] : heap.idle)
+        freeing.insert(freeing.end(), list.begin(), list.end());
+      mapped.idle.clear();
+      heap.idle.clear();
+      mapped.cached = heap.cached = 0;
     }
-    if (cachedHeap + kHeader + cls <= kMostCachedHeap) {
-      idleHeap[cls].push_back(block);
-      cachedHeap += kHeader + cls;
-      return;
-    }
-    std::free(block);
+    for (auto [block, length] : unmapping)
+      tfmc::pages::unmap(block, length);
+    for (char *block : freeing)
+      std::free(block);
   }
 
   tfmc::runtime::PoolCounters counters() {
     std::lock_guard<std::mutex> lock(mutex);
-    return {liveMapped, cachedMapped, highWater};
+    return {mapped.live, mapped.cached, mapped.highWater,
+            heap.live,   heap.cached,   heap.highWater};
   }
 
 private:
-  static void *label(char *block, size_t cls) {
+  /// A mapped block is whole huge pages, with no header (its class is kept
+  /// beside it): a header would make a 4 MiB buffer touch a third huge page.
+  static size_t mappedClass(size_t cls) {
+    return tfmc::pages::mappingBytes(cls);
+  }
+
+  void *allocateHeap(size_t cls) {
+    size_t bytes = kHeader + cls;
+    std::vector<std::pair<char *, size_t>> freeing;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (char *block = heap.take(cls, bytes))
+        return block + kHeader;
+      freeing = heap.makeRoom(bytes, kHeapFloor,
+                              [](size_t c) { return kHeader + c; });
+      heap.noteLive(bytes);
+    }
+    for (auto [block, c] : freeing)
+      std::free(block);
+    auto *block = static_cast<char *>(std::aligned_alloc(64, bytes));
+    if (!block) {
+      std::lock_guard<std::mutex> lock(mutex);
+      heap.live -= bytes;
+      return nullptr;
+    }
     *reinterpret_cast<size_t *>(block) = cls;
     return block + kHeader;
   }
-  void noteLive(size_t bytes) {
-    liveMapped += bytes;
-    highWater = std::max(highWater, liveMapped);
+
+  void *allocateMapped(size_t cls) {
+    std::vector<std::pair<char *, size_t>> unmapping, moving;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      // An idle block of this class, else one of up to twice its size,
+      // taken whole (it keeps its own class).
+      for (auto it = mapped.idle.lower_bound(cls);
+           it != mapped.idle.end() && it->first <= 2 * cls; ++it) {
+        if (char *block = mapped.take(it->first, it->first)) {
+          liveMapped[block] = it->first;
+          return block;
+        }
+      }
+      // Else the new block takes the pages of smaller idle blocks, the
+      // largest first, moved into place (mremap) rather than faulted in.
+      size_t taken = 0;
+      while (taken < cls) {
+        auto it = mapped.idle.upper_bound(cls - taken);
+        while (it != mapped.idle.begin() && std::prev(it)->second.empty())
+          it = mapped.idle.erase(std::prev(it));
+        if (it == mapped.idle.begin())
+          break;
+        --it;
+        moving.push_back({it->second.back(), it->first});
+        it->second.pop_back();
+        mapped.cached -= it->first;
+        taken += it->first;
+      }
+      // Make room: in use, idle and new together within the budget.
+      unmapping =
+          mapped.makeRoom(cls, kMappedFloor, [](size_t c) { return c; });
+      mapped.noteLive(cls);
+    }
+    for (auto [block, length] : unmapping)
+      tfmc::pages::unmap(block, length);
+    auto *block = static_cast<char *>(tfmc::pages::map(cls));
+    size_t offset = 0;
+    for (auto [from, length] : moving) {
+      // Both ends lie on huge-page boundaries (every mapped block is whole
+      // huge pages), so whole huge pages move. Should a move fail, the
+      // block keeps the fresh pages there and the old ones go.
+      void *to = block ? block + offset : nullptr;
+      if (!to || ::mremap(from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED,
+                          to) == MAP_FAILED)
+        tfmc::pages::unmap(from, length);
+      offset += length;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!block) {
+      mapped.live -= cls;
+      return nullptr;
+    }
+    liveMapped[block] = cls;
+    return block;
   }
 
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<char *>> idleHeap;
-  std::map<size_t, std::vector<char *>> idleMapped;
-  size_t cachedHeap = 0;
-  // Bytes of mappings handed out, idle, and the most ever handed out.
-  size_t liveMapped = 0, cachedMapped = 0, highWater = 0;
+  Kind heap, mapped;
+  /// The class of every mapped block in use, by address.
+  std::unordered_map<char *, size_t> liveMapped;
 };
 
 void *poolMalloc(size_t size) { return BufferPool::get().allocate(size); }
@@ -194,3 +288,7 @@ tfmc::runtime::bufferPoolSymbols() {
   return {{"malloc", reinterpret_cast<void *>(&poolMalloc)},
           {"free", reinterpret_cast<void *>(&poolFree)}};
 }
+
+void *tfmc::runtime::poolAllocate(size_t bytes) { return poolMalloc(bytes); }
+void tfmc::runtime::poolRelease(void *buffer) { poolFree(buffer); }
+void tfmc::runtime::poolTrim() { BufferPool::get().trim(); }

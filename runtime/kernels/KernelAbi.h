@@ -65,12 +65,24 @@ std::vector<std::pair<std::string, void *>> kernelSymbols();
 std::vector<std::pair<std::string, void *>> bufferPoolSymbols();
 
 /// Bytes of the pool's huge-page blocks (those above 2 MB): handed out,
-/// idle, and the most ever handed out at once. In use and idle together
-/// stay within max(64 MB, the most ever handed out).
+/// idle, and the most ever handed out at once; the same for its heap blocks.
+/// In use and idle together stay within max(64 MB, the most ever handed
+/// out) for the first, max(24 MB, ...) for the second.
 struct PoolCounters {
   size_t liveMapped = 0, idleMapped = 0, highWater = 0;
+  size_t liveHeap = 0, idleHeap = 0, heapHighWater = 0;
 };
 PoolCounters bufferPoolCounters();
+
+/// The same pool for the runtime's own large buffers (the decoder's KV
+/// caches, DecoderArena.h): 64-byte aligned, contents unspecified; nullptr
+/// when the system has no memory left. They share its blocks, and so their
+/// pages, with compiled code's buffers.
+void *poolAllocate(size_t bytes);
+void poolRelease(void *buffer);
+/// Gives every idle block back to the system (a server after a batch far
+/// larger than its usual ones; tests that start from an empty pool).
+void poolTrim();
 
 /// ... and the search kernels' (SearchKernels.cpp: the candidate scan the
 /// loop kernels of tfm.linear_topk call), in every build.

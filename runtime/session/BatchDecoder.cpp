@@ -65,10 +65,11 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
     crossBytes = elementBytes(frame, crossArgs[0]);
     selfBytes = elementBytes(frame, selfArgs[0]);
   }
-  for (int64_t l = 0; l < 2 * layers; ++l) {
+  // The self caches wait for the first step: by then the encoder's
+  // buffers are idle in the pool they come from, and they take those pages
+  // rather than fresh ones (DecoderArena.h).
+  for (int64_t l = 0; l < 2 * layers; ++l)
     cross.push_back(acquire(src.rows * src.length * dModel, crossBytes));
-    self.push_back(acquire(slots * capacity * dModel, selfBytes));
-  }
   // Slot r holds row r; the other slots hold no hypothesis yet.
   slotRow.resize(slots);
   for (int64_t s = 0; s < slots; ++s)
@@ -210,6 +211,9 @@ void BatchDecoder::useTeam(StepTeam &stepTeam,
 bool BatchDecoder::runStep(
     StepKind kind, llvm::ArrayRef<int32_t> next,
     llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
+  if (self.empty())
+    for (int64_t l = 0; l < 2 * layers; ++l)
+      self.push_back(acquire(slots * capacity * dModel, selfBytes));
   if (position >= capacity)
     growSelfCaches(grownCapacity(capacity, limit));
   std::copy(next.begin(), next.end(), tokens.data());

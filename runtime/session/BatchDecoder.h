@@ -148,7 +148,8 @@ private:
   /// caches.
   int64_t crossBytes = sizeof(float), selfBytes = sizeof(float);
   /// [2 * layer + {0: keys, 1: values}]: cross-attention keys/values per
-  /// source row (from the encoder) and self-attention caches per slot.
+  /// source row (from the encoder) and self-attention caches per slot
+  /// (taken at the first step).
   std::vector<char *> cross, self;
   /// Self caches of slots saved during a reorder.
   std::vector<char *> scratch;

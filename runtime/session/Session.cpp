@@ -147,21 +147,31 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   }
   if (options.prepareKernels && options.useLibraryKernels &&
       options.translation && !options.profile && !m.desc.arch.encoderOnly())
-    session->prepareKernels();
+    session->prepareKernels(
+        std::clamp<int64_t>(options.warmUpRows, 1, kMaxWarmUpRows));
   return std::move(session);
 }
 
-void Session::prepareKernels() {
-  TokenRows one = {{specialIds().unk}};
+void Session::prepareKernels(int64_t rows) {
   SearchOptions options;
   options.maxLength = 1;
   // Best effort: where a step fails here, the first batch packs instead and
   // reports the failure itself. Greedy only: its step packs every layer beam
   // search shares, and a beam warm-up would also pack the float panels of a
   // projection that greedy reads through its int8 shortlist (133 MB for
-  // 65,001 x 512), which a greedy-only process never needs.
-  if (auto out = translate(one, options); !out)
-    llvm::consumeError(out.takeError());
+  // 65,001 x 512), which a greedy-only process never needs. One row, and
+  // the caller's batch: the base model's 8,000 x 512 projection is read
+  // through its shortlist at one row and through float panels from five
+  // rows on; packing those (16 MB) in the first batch of 16 cost 0.2-0.5 s
+  // of its decoding on an AVX-512 EPYC VM (docs/architecture.md).
+  std::vector<int64_t> batches = {1};
+  if (rows > 1)
+    batches.push_back(rows);
+  for (int64_t n : batches) {
+    TokenRows batch(n, std::vector<int32_t>{specialIds().unk});
+    if (auto out = translate(batch, options); !out)
+      llvm::consumeError(out.takeError());
+  }
   encodeTime = decodeTime = stepTime = 0;
   rowSteps = 0;
 }

@@ -70,6 +70,13 @@ struct SessionOptions {
   /// shortlist in open() rather than in the first batch's time. The times
   /// and row counts below start from zero after it.
   bool prepareKernels = true;
+  /// Sentences of a second warm-up batch (when more than one, at most
+  /// kMaxWarmUpRows): the batch size translate() will be called with.
+  /// Some kernels change with the rows of a step (greedy's output
+  /// projection reads an int8 shortlist at a few rows and float panels at
+  /// more), so a one-row warm-up alone leaves the panels of the larger
+  /// batches to be packed in the first one's decoding time.
+  int64_t warmUpRows = 1;
   /// Positions each self-attention cache holds at first; it doubles, up to
   /// the batch's length limit, when a step needs more (tests use 1 to grow
   /// at every power of two).
@@ -186,11 +193,14 @@ public:
   /// The most hypotheses a team decodes (StepTeams::Always): the rows the
   /// packed kernels its members share take.
   static constexpr int64_t kTeamMaxSlots = 256;
+  /// SessionOptions::warmUpRows' bound: from 256 rows on, the decoder's
+  /// layers leave the packed kernels (OneDnn::kPackedMaxRows).
+  static constexpr int64_t kMaxWarmUpRows = 256;
   struct Frames;
 
 private:
-  /// SessionOptions::prepareKernels.
-  void prepareKernels();
+  /// SessionOptions::prepareKernels and warmUpRows.
+  void prepareKernels(int64_t rows);
 
   explicit Session(frontend::Model model);
   llvm::Expected<std::unique_ptr<IncrementalDecoder>>

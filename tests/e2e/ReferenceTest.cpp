@@ -1036,12 +1036,17 @@ std::vector<bool> kernelPaths() {
   return {false};
 }
 
-/// The warm-up translation open() runs (SessionOptions::prepareKernels)
-/// leaves no times or rows behind: the first batch's figures are its own.
+/// The warm-up translations open() runs (SessionOptions::prepareKernels,
+/// one row and warmUpRows) leave no times or rows behind: the first
+/// batch's figures are its own.
 TEST(SessionOpen, WarmUpLeavesNoTimesOrRows) {
-  for (bool library : kernelPaths()) {
+  for (auto [library, rows] :
+       {std::pair{false, 1}, {false, 6}, {true, 1}, {true, 6}}) {
+    if (library && !haveLibraryKernels())
+      continue;
     SessionOptions options;
     options.useLibraryKernels = library;
+    options.warmUpRows = rows;
     auto opened =
         Session::open(fixturePath("pre-relu-scale", "model.json"), options);
     ASSERT_TRUE(static_cast<bool>(opened))

@@ -98,6 +98,18 @@ def test_load_errors():
         tfmc.Translator("/nonexistent/missing.json")
     with pytest.raises(ValueError, match="compute_type"):
         tfmc.Translator(ZH_EN, compute_type="int4")
+    for rows in (0, 257):
+        with pytest.raises(RuntimeError, match="warm-up rows must be between 1 and 256"):
+            tfmc.Translator(ZH_EN, warm_up_rows=rows)
+
+
+def test_warm_up_at_the_batch_size_keeps_the_translations():
+    # The second warm-up batch (5 sentences) runs before any call: the
+    # translations and their order are the reference's all the same.
+    t = tfmc.Translator(ZH_EN, cache_dir=os.environ.get("TFMC_CACHE_DIR", ""), warm_up_rows=5)
+    sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
+    expected = read_lines(os.path.join(INPUTS, "expected.en"))
+    assert t.translate(sentences, max_length=128, batch_size=5) == expected
 
 
 def test_gil_is_released(zh_en):

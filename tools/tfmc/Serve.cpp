@@ -89,6 +89,9 @@ public:
     load.useCache = !load.cacheDir.empty();
     load.requireDecoder = true;
     load.requireTextTokenizers = true;
+    // Requests are batched up to --max-batch sentences: warm up at that.
+    load.warmUpRows =
+        std::min<int64_t>(maxBatch, runtime::Session::kMaxWarmUpRows);
     auto translator = api::loadTranslator(model, load, nullptr);
     if (!translator)
       return fail(translator.takeError());

@@ -21,13 +21,14 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -266,6 +267,14 @@ public:
     // the model is compiled, so a bad one is reported at once.
     load.requireTextTokenizers = !ids;
     load.profile = profileOutput.has_value();
+    // The warm-up at load runs a batch of the size this run's batches have
+    // (fewer for a short input file), so their kernels are packed then.
+    int64_t expectedRows = batchSize;
+    if (inputLines)
+      expectedRows = std::min<int64_t>(
+          expectedRows, std::max<int64_t>(*inputLines / shardCount, 1));
+    load.warmUpRows =
+        std::clamp<int64_t>(expectedRows, 1, runtime::Session::kMaxWarmUpRows);
     auto loadStart = std::chrono::steady_clock::now();
     auto translator = api::loadTranslator(model, load, timing.root());
     if (!translator)

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace tfmc::runtime;
 
@@ -22,10 +23,13 @@ namespace {
 using MallocFn = void *(*)(size_t);
 using FreeFn = void (*)(void *);
 
+/// Compiled code's malloc and free, on a pool with nothing idle (tests in
+/// one process share it).
 struct Pool {
   MallocFn allocate = nullptr;
   FreeFn release = nullptr;
   Pool() {
+    poolTrim();
     for (auto &[name, fn] : bufferPoolSymbols()) {
       if (name == "malloc")
         allocate = reinterpret_cast<MallocFn>(fn);
@@ -108,4 +112,43 @@ TEST(BufferPool, UnmapsIdleBlocksRatherThanGrowPastItsPeak) {
     expectWithinPeak("after freeing it");
   }
   EXPECT_EQ(bufferPoolCounters().highWater, peak);
+}
+
+TEST(BufferPool, MappedBlocksAreWholeHugePagesWithoutAHeader) {
+  Pool pool;
+  // 4 MiB is two huge pages: a header in front would make its last bytes
+  // touch a third.
+  PoolCounters before = bufferPoolCounters();
+  void *p = pool.allocate(4 * MB);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (2 * MB), 0u);
+  PoolCounters held = bufferPoolCounters();
+  EXPECT_EQ(held.liveMapped, before.liveMapped + 4 * MB);
+  std::memset(p, 3, 4 * MB);
+  pool.release(p);
+  EXPECT_EQ(bufferPoolCounters().liveMapped, before.liveMapped);
+}
+
+TEST(BufferPool, KeepsHeapBlocksUpToTheirPeak) {
+  Pool pool;
+  // Forty 1 MB blocks at once (a batch of 16's self-attention caches): all
+  // of them come back for the next batch, not only the first 24 MB.
+  std::vector<void *> first(40), second(40);
+  for (void *&p : first) {
+    p = pool.allocate(MB);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  }
+  for (void *p : first)
+    pool.release(p);
+  PoolCounters idle = bufferPoolCounters();
+  EXPECT_LE(idle.liveHeap + idle.idleHeap,
+            std::max(24 * MB, idle.heapHighWater));
+  for (void *&p : second)
+    p = pool.allocate(MB);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(first, second);
+  for (void *p : second)
+    pool.release(p);
 }
