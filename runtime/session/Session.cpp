@@ -162,8 +162,8 @@ void Session::prepareKernels(int64_t rows) {
   // 65,001 x 512), which a greedy-only process never needs. One row, and
   // the caller's batch: the base model's 8,000 x 512 projection is read
   // through its shortlist at one row and through float panels from five
-  // rows on; packing those (16 MB) in the first batch of 16 cost 0.2-0.5 s
-  // of its decoding on an AVX-512 EPYC VM (docs/architecture.md).
+  // rows on; packing those (16 MB) here moves 0.06-0.08 s out of the first
+  // batch's decoding on an AVX-512 EPYC VM (docs/cli.md, --stats).
   std::vector<int64_t> batches = {1};
   if (rows > 1)
     batches.push_back(rows);
