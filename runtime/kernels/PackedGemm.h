@@ -81,6 +81,9 @@ struct PackedWeight {
   /// int8: k rounded up to a multiple of 4, and Σk W[n, k] per column.
   int64_t kPadded = 0;
   std::vector<int32_t> rowSums;
+
+  /// The panels' first byte.
+  const char *panels() const;
 };
 
 /// Packs W ([n, k], row-major) as float32 or, from IEEE-half bits, as halves.

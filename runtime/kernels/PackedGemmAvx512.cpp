@@ -62,7 +62,8 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
-                      const float *bias, float *out, int64_t ldy) {
+                      const char *ahead, const float *bias, float *out,
+                      int64_t ldy) {
   __m512 acc[Rows][Panels];
   for (int p = 0; p < Panels; ++p) {
     __m512 b = _mm512_loadu_ps(bias + p * kPanel);
@@ -77,7 +78,7 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
     for (int p = 0; p < Panels; ++p) {
       const char *pp = base + p * panelBytes;
       if constexpr (Prefetch)
-        _mm_prefetch(pp + 2 * Panels * panelBytes + c * rowBytes, _MM_HINT_T1);
+        _mm_prefetch(ahead + p * panelBytes + c * rowBytes, _MM_HINT_T1);
       w[p] = loadPanelRow<Format>(pp, c);
     }
     for (int r = 0; r < Rows; ++r) {
@@ -92,46 +93,46 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
 }
 
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch>
-TFMC_AVX512 inline void tileSteps(const float *x, int64_t k,
-                                  const int32_t *steps, int64_t count,
-                                  const void *panel, int64_t panelBytes,
-                                  const float *bias, float *out, int64_t ldy) {
+TFMC_AVX512 inline void
+tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
+          const void *panel, int64_t panelBytes, const char *ahead,
+          const float *bias, float *out, int64_t ldy) {
   if (steps)
-    tile<Rows, Panels, Format, Prefetch, true>(x, k, steps, count, panel,
-                                             panelBytes, bias, out, ldy);
+    tile<Rows, Panels, Format, Prefetch, true>(
+        x, k, steps, count, panel, panelBytes, ahead, bias, out, ldy);
   else
-    tile<Rows, Panels, Format, Prefetch, false>(x, k, steps, count, panel,
-                                              panelBytes, bias, out, ldy);
+    tile<Rows, Panels, Format, Prefetch, false>(
+        x, k, steps, count, panel, panelBytes, ahead, bias, out, ldy);
 }
 
 /// The tile of `t`'s row count and steps.
 template <int Panels, PanelFormat Format, bool Prefetch>
 TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
                                  const float *x, int64_t k, const void *panel,
-                                 int64_t panelBytes, const float *bias,
-                                 float *out, int64_t ldy) {
+                                 int64_t panelBytes, const char *ahead,
+                                 const float *bias, float *out, int64_t ldy) {
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 8:
-    tileSteps<8, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
-                                         bias, out, ldy);
+    tileSteps<8, Panels, Format, Prefetch>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
     break;
   case 6:
-    tileSteps<6, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
-                                         bias, out, ldy);
+    tileSteps<6, Panels, Format, Prefetch>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
     break;
   case 4:
-    tileSteps<4, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
-                                         bias, out, ldy);
+    tileSteps<4, Panels, Format, Prefetch>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
     break;
   case 2:
-    tileSteps<2, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
-                                         bias, out, ldy);
+    tileSteps<2, Panels, Format, Prefetch>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
     break;
   default:
-    tileSteps<1, Panels, Format, Prefetch>(x, k, steps, count, panel, panelBytes,
-                                         bias, out, ldy);
+    tileSteps<1, Panels, Format, Prefetch>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
     break;
   }
 }
@@ -140,7 +141,7 @@ template <PanelFormat Format>
 TFMC_AVX512 void run(const float *x, const RowTiles &plan,
                      const PackedWeight &w, const float *bias, float *y,
                      int64_t ldy, int64_t firstColumn, int64_t firstPanel,
-                     int64_t np) {
+                     int64_t np, const char *after) {
   const int64_t n = w.n, k = w.k;
   const int64_t panelBytes = kPanel * k * (Format == PanelFormat::F32 ? 4 : 2);
   const char *all = Format != PanelFormat::F32
@@ -150,10 +151,16 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // through a scratch block.
   alignas(64) float scratch[kWideTileRows * kPanel];
   alignas(64) float biasTail[kPanel] = {};
+  // The pair two pairs on is prefetched; past the weight's last panel, the
+  // start of `after` (the next layer's panels), so they are on their way.
+  const int64_t total = panelCount(n);
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
     const void *panel = all + p * panelBytes;
+    const char *ahead = p + 4 <= total || !after
+                            ? all + (p + 4) * panelBytes
+                            : after + (p + 4 - total) * panelBytes;
     const float *b = bias + col;
     if (!pair && width < kPanel) {
       std::memcpy(biasTail, b, width * sizeof(float));
@@ -165,14 +172,15 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // Every row tile prefetches the next pair (the later tiles' requests
         // are mostly hits, but dropping them cost 4-10% at 16 and 64 rows).
         float *out = y + t.row * ldy + (col - firstColumn);
-        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, b, out,
-                                ldy);
+        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, ahead, b,
+                                  out, ldy);
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);
         float *out = full ? at : scratch;
         int64_t ld = full ? ldy : kPanel;
-        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, b, out, ld);
+        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, ahead, b,
+                                   out, ld);
         if (!full)
           for (int i = 0; i < t.rows; ++i)
             std::memcpy(at + i * ldy, scratch + i * kPanel,
@@ -242,19 +250,20 @@ tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
 void packed::avx512::linear(const float *x, const RowTiles &plan,
                             const PackedWeight &w, const float *bias, float *y,
                             int64_t ldy, int64_t firstColumn,
-                            int64_t firstPanel, int64_t endPanel) {
+                            int64_t firstPanel, int64_t endPanel,
+                            const char *after) {
   switch (w.format()) {
   case PanelFormat::F16:
     run<PanelFormat::F16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                          endPanel);
+                          endPanel, after);
     break;
   case PanelFormat::BF16:
     run<PanelFormat::BF16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                           endPanel);
+                           endPanel, after);
     break;
   case PanelFormat::F32:
     run<PanelFormat::F32>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                          endPanel);
+                          endPanel, after);
     break;
   }
 }

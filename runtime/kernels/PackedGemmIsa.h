@@ -17,10 +17,11 @@ bool available();
 /// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, the
 /// columns of panels [firstPanel, endPanel) only, the rows in the tiles of
 /// `plan` (x's rows, their k steps). Output (r, c) goes to
-/// y[r · ldy + c - firstColumn].
+/// y[r · ldy + c - firstColumn]. `after` (or nullptr): the panels of the
+/// layer expected next, whose start the last panels' tiles prefetch.
 void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
             const float *bias, float *y, int64_t ldy, int64_t firstColumn,
-            int64_t firstPanel, int64_t endPanel);
+            int64_t firstPanel, int64_t endPanel, const char *after);
 /// Σk xq · W of panels [firstPanel, endPanel): output (r, c) goes to
 /// acc[r · ld + c - 16 · firstPanel].
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,

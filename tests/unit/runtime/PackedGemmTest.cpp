@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 
 using namespace tfmc::runtime;
@@ -432,3 +433,48 @@ TEST(PackedGemm, KernelIsaOverride) {
 }
 
 } // namespace
+
+TEST(PackedGemm, LayersInTurnKeepTheirResults) {
+  // Layers run A, B, A, B... (each layer's last panels prefetch the next
+  // one's first), then A is gone and C runs after B: every result is that
+  // of the weight run alone, and nothing reads a weight that is gone.
+  std::mt19937 rng(7);
+  const int64_t m = 5;
+  const Shape shapes[] = {{100, 33}, {64, 24}, {37, 19}};
+  for (packed::Isa isa : isasHere()) {
+    std::vector<std::vector<float>> ws, xs, want;
+    std::vector<float> b(100, 0.25f);
+    for (Shape s : shapes) {
+      ws.push_back(normal(s.n * s.k, rng));
+      xs.push_back(normal(m * s.k, rng));
+      packed::PackedWeight alone =
+          packed::pack(ws.back().data(), s.n, s.k, false);
+      want.emplace_back(m * s.n);
+      packed::linear(xs.back().data(), m, alone, b.data(), want.back().data(),
+                     0, isa);
+    }
+    auto run = [&](const packed::PackedWeight &w, int i) {
+      std::vector<float> y(m * shapes[i].n);
+      packed::linear(xs[i].data(), m, w, b.data(), y.data(), 0, isa);
+      EXPECT_EQ(std::memcmp(y.data(), want[i].data(), y.size() * sizeof(float)),
+                0)
+          << "weight " << i;
+    };
+    auto bw = std::make_unique<packed::PackedWeight>(
+        packed::pack(ws[1].data(), shapes[1].n, shapes[1].k, false));
+    {
+      packed::PackedWeight a =
+          packed::pack(ws[0].data(), shapes[0].n, shapes[0].k, false);
+      for (int round = 0; round < 3; ++round) {
+        run(a, 0);
+        run(*bw, 1);
+      }
+    }
+    packed::PackedWeight c =
+        packed::pack(ws[2].data(), shapes[2].n, shapes[2].k, false);
+    for (int round = 0; round < 2; ++round) {
+      run(*bw, 1);
+      run(c, 2);
+    }
+  }
+}
