@@ -592,7 +592,13 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
                            bool skipZeros) {
   bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
   const int64_t n = w.n, firstColumn = firstPanel * kPanel;
+  // Only a call that runs the whole layer on this thread prefetches the
+  // next one's start: of a layer cut into column shares (threads here, or
+  // a StepTeam's members), the share that ends it is not the one that
+  // starts the next, and its prefetches would fill another core's cache.
   const char *after = successors.expected(w);
+  if (threads > 1 || firstPanel != 0 || endPanel != panelCount(n))
+    after = nullptr;
   // Planned once by the calling thread and read by every column share: the
   // body names the caller's plan through a reference (a thread_local named
   // in it would be each worker's own).
