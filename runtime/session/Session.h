@@ -193,7 +193,7 @@ public:
   /// The most hypotheses a team decodes (StepTeams::Always): the rows the
   /// packed kernels its members share take.
   static constexpr int64_t kTeamMaxSlots = 256;
-  /// SessionOptions::warmUpRows' bound: from 256 rows on, the decoder's
+  /// SessionOptions::warmUpRows' bound: beyond 256 rows the decoder's
   /// layers leave the packed kernels (OneDnn::kPackedMaxRows).
   static constexpr int64_t kMaxWarmUpRows = 256;
   struct Frames;
