@@ -546,7 +546,7 @@ namespace {
 /// (paced like the prefetches within a layer; without it every layer's
 /// first panels were loaded on demand). Base model, one thread, AVX-512
 /// EPYC VM, `tfmc translate --stats` alternating with the build before,
-/// medians of 7: batch 1 decode 0.81-0.94 -> 0.77-0.83 s in four runs
+/// medians of 7: batch 1 decode 0.77-1.19 -> 0.73-0.83 s in four runs
 /// (AVX2 kernels 0.87 -> 0.73 s); batch 16 between level and 7% faster
 /// (2.20 -> 2.04-2.21 s, medians of 9-15; this host's noise is as large).
 /// Weights are keys only, never
