@@ -49,7 +49,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -76,31 +75,33 @@ size_t sizeClass(size_t size) {
 }
 
 /// Blocks of one kind (heap or mapped): idle ones by class, and the bytes
-/// in use, idle, and most ever in use at once.
+/// in use, idle, and most ever in use at once. A block of class c takes
+/// `header` + c bytes.
 struct Kind {
+  explicit Kind(size_t header) : header(header) {}
+  size_t header;
   std::map<size_t, std::vector<char *>> idle;
   size_t live = 0, cached = 0, highWater = 0;
 
+  size_t length(size_t cls) const { return header + cls; }
   void noteLive(size_t bytes) {
     live += bytes;
     highWater = std::max(highWater, live);
   }
   /// Takes an idle block of class `cls` (nullptr: none).
-  char *take(size_t cls, size_t bytes) {
+  char *take(size_t cls) {
     auto it = idle.find(cls);
     if (it == idle.end() || it->second.empty())
       return nullptr;
     char *block = it->second.back();
     it->second.pop_back();
-    cached -= bytes;
-    noteLive(bytes);
+    cached -= length(cls);
+    noteLive(length(cls));
     return block;
   }
   /// Idle blocks, the largest first, to give back so that `bytes` more fit
   /// within max(floor, the peak in use): (block, class) pairs.
-  std::vector<std::pair<char *, size_t>>
-  makeRoom(size_t bytes, size_t floor,
-           const std::function<size_t(size_t)> &length) {
+  std::vector<std::pair<char *, size_t>> makeRoom(size_t bytes, size_t floor) {
     std::vector<std::pair<char *, size_t>> out;
     size_t budget = std::max({floor, highWater, live + bytes});
     while (!idle.empty() && live + cached + bytes > budget) {
@@ -194,10 +195,9 @@ private:
     std::vector<std::pair<char *, size_t>> freeing;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (char *block = heap.take(cls, bytes))
+      if (char *block = heap.take(cls))
         return block + kHeader;
-      freeing = heap.makeRoom(bytes, kHeapFloor,
-                              [](size_t c) { return kHeader + c; });
+      freeing = heap.makeRoom(bytes, kHeapFloor);
       heap.noteLive(bytes);
     }
     for (auto [block, c] : freeing)
@@ -220,7 +220,7 @@ private:
       // taken whole (it keeps its own class).
       for (auto it = mapped.idle.lower_bound(cls);
            it != mapped.idle.end() && it->first <= 2 * cls; ++it) {
-        if (char *block = mapped.take(it->first, it->first)) {
+        if (char *block = mapped.take(it->first)) {
           liveMapped[block] = it->first;
           return block;
         }
@@ -241,8 +241,7 @@ private:
         taken += it->first;
       }
       // Make room: in use, idle and new together within the budget.
-      unmapping =
-          mapped.makeRoom(cls, kMappedFloor, [](size_t c) { return c; });
+      unmapping = mapped.makeRoom(cls, kMappedFloor);
       mapped.noteLive(cls);
     }
     for (auto [block, length] : unmapping)
@@ -269,7 +268,7 @@ private:
   }
 
   std::mutex mutex;
-  Kind heap, mapped;
+  Kind heap{kHeader}, mapped{0};
   /// The class of every mapped block in use, by address.
   std::unordered_map<char *, size_t> liveMapped;
 };

@@ -144,9 +144,7 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
                      int64_t np, const char *after) {
   const int64_t n = w.n, k = w.k;
   const int64_t panelBytes = kPanel * k * (Format == PanelFormat::F32 ? 4 : 2);
-  const char *all = Format != PanelFormat::F32
-                        ? reinterpret_cast<const char *>(w.f16.data())
-                         : reinterpret_cast<const char *>(w.f32.data());
+  const char *all = w.panels();
   // The last panel of a width that is not a multiple of 16 goes alone,
   // through a scratch block.
   alignas(64) float scratch[kWideTileRows * kPanel];
