@@ -30,14 +30,17 @@ def TfmFuseResidualLayerNorm
 def TfmMergeProjections : Pass<"tfm-merge-projections", "func::FuncOp"> {
   let summary = "merges linear layers that read the same input into one";
   let description = [{
-    Linear layers without activation that read the same input and whose
-    weights and biases are function arguments (`tfm.weight`) become one
+    Linear layers without activation that read the same input of one
+    position per row (`[rows, 1, d]`: a decoder step's) and whose weights
+    and biases are function arguments (`tfm.weight`) become one
     `tfm.linear` over a packed weight — a new argument named
     `"w1|w2|..."`, the parts' rows concatenated, which the runtime builds
     once at load — followed by `tfm.slice`s. This merges the query, key and
-    value projections of self-attention into one matmul, and the
-    cross-attention key/value projections of every decoder layer (all of
-    the encoder output) into one. Arguments left unused are removed.
+    value projections of the decoder's self-attention into one matmul: one
+    pass over the three weights for the step's few rows. Inputs of many
+    positions per row (the encoder's) are left alone: there the slices
+    would copy the merged output again, which costs more than reading the
+    input once per projection. Arguments left unused are removed.
   }];
 }
 
