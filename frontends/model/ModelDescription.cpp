@@ -444,6 +444,20 @@ void readSpecialTokens(DescriptionReader &r, const json::Object &obj,
 
 } // namespace
 
+/// The text of a JSON string's contents `raw` (between its quotes, escapes
+/// as written), escapes decoded; `raw` as it is if it does not parse.
+static std::string decodedJsonString(StringRef raw) {
+  if (!raw.contains('\\'))
+    return raw.str();
+  Expected<json::Value> value = json::parse(("\"" + raw + "\"").str());
+  if (!value) {
+    consumeError(value.takeError());
+    return raw.str();
+  }
+  std::optional<StringRef> text = value->getAsString();
+  return text ? text->str() : raw.str();
+}
+
 std::optional<std::string> findDuplicateJsonKey(StringRef json) {
   struct Frame {
     bool isObject;
@@ -459,10 +473,12 @@ std::optional<std::string> findDuplicateJsonKey(StringRef json) {
       size_t end = i + 1;
       while (end < json.size() && json[end] != '"')
         end += json[end] == '\\' ? 2 : 1;
-      StringRef text = json.slice(i + 1, end);
+      StringRef raw = json.slice(i + 1, end);
       i = end;
       if (!expectKey || stack.empty())
         continue;
+      // Keys are compared as decoded: "w\u0065ights" is "weights".
+      std::string text = decodedJsonString(raw);
       Frame &frame = stack.back();
       std::string key = DescriptionReader::join(frame.path, text);
       if (!frame.keys.insert(text).second)

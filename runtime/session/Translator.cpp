@@ -144,6 +144,17 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   // pieces still to translate.
   std::deque<WindowLine> window;
   int64_t undone = 0;
+  // Beam search (and greedy with scores, a beam of one) may end a row with
+  // no hypothesis: the repetition guards left a hypothesis no token while
+  // min_length still bans eos (docs/reference.md). The line gets no
+  // translation (an empty line, or no n-best entry): said, never silent.
+  auto noTranslation = [&](const WindowLine &w) {
+    warn(llvm::formatv("warning: input line {0}: no translation: every "
+                       "hypothesis was left without an allowed token (the "
+                       "repetition guards forbid every token while "
+                       "--min-length still bans eos)\n",
+                       w.index + 1));
+  };
   auto writeReady = [&]() {
     bool wrote = false;
     while (!window.empty() && window.front().done()) {
@@ -158,6 +169,9 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
               << "\n";
       } else if (!options.scores) {
         std::vector<std::string> texts;
+        if (llvm::any_of(w.pieces,
+                         [](const Piece &p) { return p.nbest.empty(); }))
+          noTranslation(w);
         for (const Piece &p : w.pieces) {
           const std::vector<int32_t> &ids =
               p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
@@ -169,6 +183,8 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
             << "\n";
       } else {
         const Piece &p = w.pieces.front();
+        if (p.nbest.empty())
+          noTranslation(w);
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
           out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "

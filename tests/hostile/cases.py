@@ -190,6 +190,12 @@ case("st-duplicate-key", "safetensors: header content",
      [base(), st_header_text(dup_key)], COMPILE,
      model_error(ST, "duplicate key 'linear.bias'"))
 
+case("st-duplicate-key-escaped", "safetensors: header content",
+     [base(), st_header_text(lambda h: dup_key(h).replace('"linear.bias":{"dtype":"F32","shape":[41],"data_offsets":[0,164]}',
+                                                          '"linear\\u002ebias":{"dtype":"F32","shape":[41],"data_offsets":[0,164]}'))],
+     COMPILE, model_error(ST, "duplicate key 'linear.bias'"),
+     note="keys compare decoded: another tensor's bytes must not replace it")
+
 for name, dtype, subs in [
     ("st-dtype-I64", "I64", ["unsupported dtype 'I64'"]),
     ("st-dtype-BOOL", "BOOL", ["unsupported dtype 'BOOL'"]),
@@ -391,6 +397,11 @@ case("json-duplicate-nested", "model.json: fields",
 case("json-duplicate-special", "model.json: fields",
      [base(), replace(MJ, '"unk": 3', '"unk": 3, "unk": 4')],
      COMPILE, model_error(MJ, "duplicate field 'special_tokens.unk'"))
+case("json-duplicate-escaped", "model.json: fields",
+     [base(), replace(MJ, '"weights": "model.safetensors"',
+                      '"weights": "model.safetensors", "w\\u0065ights": "x"')],
+     COMPILE, model_error(MJ, "duplicate field 'weights'"),
+     note="keys compare decoded: an escape does not make another key")
 case("json-unknown-field", "model.json: fields",
      [base(), set_field(["architecture", "foo"], 1)], COMPILE,
      model_error(MJ, "unknown field 'architecture.foo'"))
@@ -731,6 +742,14 @@ case("in-long-word", IN, [base(), text("s4", "q" * 100000, "s5")], TRANSLATE,
      lines_out(3, nonempty_lines=[1, 2, 3]))
 case("in-long-cjk", IN, [base(), text("你" * 100000)], TRANSLATE,
      lines_out(1, nonempty_lines=[1], stderr_has=["warning: input line 1"]))
+case("in-scores-every-token-forbidden", IN, [base(), text("s4 s5", "s6")],
+     translate("--scores", "--no-repeat-ngram-size", "1", "--min-length", "60",
+               "--max-length", "64", "--max-length-factor", "0"),
+     {"exit": 0, "stdout_lines": 0,
+      "stderr_has": ["warning: input line 1: no translation",
+                     "warning: input line 2: no translation"]},
+     note="a beam (greedy with scores: a beam of one) may end without a "
+          "hypothesis (docs/reference.md): said, never silent")
 case("in-scores-empty-line", IN, [base(), text("", "s4")], translate("--scores"),
      lines_out(2, stdout_has=["0 |||  ||| 0.000000"]))
 # --split-sentences: one output line per input line whatever the line holds.
@@ -854,6 +873,47 @@ case("opt-output-is-input-kept", OP, [base(), ONE_LINE],
      ["sh", "-c", "{tfmc} translate {case}/model.json --cache-dir {cache} -i {case}/input.txt"
       " -o {case}/input.txt; cat {case}/input.txt"],
      {"exit": 0, "stdout_lines": 1})
+for name, target, role in [
+    ("opt-output-is-weights", ST, "the model's weights"),
+    ("opt-output-is-model-json", "model.json", "the model description"),
+    ("opt-output-is-source-vocab", SRC, "the model's source vocabulary"),
+    ("opt-output-is-target-vocab", TGT, "the model's target vocabulary"),
+]:
+    case(name, OP, [base(), ONE_LINE], translate("-o", "{case}/" + target),
+         option_error(target, role, "would destroy it"),
+         note="-o truncates its file: the weights would vanish under their "
+              "mapping (SIGBUS), the other files be overwritten")
+case("opt-output-is-weights-kept", OP, [base(), ONE_LINE],
+     ["sh", "-c", "{tfmc} translate {case}/model.json --cache-dir {cache} -i {case}/input.txt"
+      " -o {case}/model.safetensors; {tfmc} translate {case}/model.json --cache-dir {cache}"
+      " -i {case}/input.txt"],
+     {"exit": 0, "stdout_lines": 1}, note="the refused run leaves the model usable")
+PROFILE = ["{tfmc}", "profile", MODEL, "-i", "{case}/input.txt"] + CACHE
+case("profile-output-is-input", OP, [base(), ONE_LINE],
+     PROFILE + ["--profile-output", "{case}/input.txt"],
+     option_error("input.txt", "is the input file"))
+case("profile-svg-is-input", OP, [base(), ONE_LINE],
+     PROFILE + ["--profile-svg", "{case}/input.txt"],
+     option_error("input.txt", "is the input file"))
+case("profile-output-is-translations", OP, [base(), ONE_LINE],
+     PROFILE + ["-o", "{case}/out.txt", "--profile-output", "{case}/out.txt"],
+     option_error("out.txt", "the translations (-o)"),
+     note="two outputs naming one file (here one that does not exist yet)")
+case("compile-output-is-model-json", OP, [base()],
+     ["{tfmc}", "compile", MODEL, "-o", MODEL] + CACHE,
+     option_error("model.json", "the model description"))
+case("encode-output-is-source", OP, [base(), write("src.ids", "4 5\n")],
+     ["{tfmc}", "encode", MODEL, "--src", "{case}/src.ids", "-o", "{case}/src.ids"] + CACHE,
+     option_error("src.ids", "the source file (--src)"))
+case("cache-only-with-emit", OP, [base()],
+     ["{tfmc}", "compile", MODEL, "--cache-only", "--emit=asm"] + CACHE,
+     option_error("--cache-only", "--emit"),
+     note="--cache-only prints no IR: --emit or -o with it would be ignored")
+for name, value in [("opt-integer-hex", "0x10"), ("opt-integer-binary", "0b101"),
+                    ("opt-integer-plus", "+4")]:
+    case(name, OP, [base(), ONE_LINE], translate("--max-length", value),
+         option_error("--max-length", value),
+         note="integers are decimal: llvm::cl alone reads 0x, 0b and a leading 0")
 case("opt-output-full-device", OP, [base(), ONE_LINE], translate("-o", "/dev/full"),
      option_error("/dev/full", "cannot write"))
 case("in-line-over-256k-bytes-cut", IN,
@@ -890,6 +950,10 @@ for name, hyp, ref, subs in [
 ]:
     case(name, "score", [write("hyp.txt", hyp), write("ref.txt", ref)], SCORE,
          {"exit": "nonzero", "one_error": True, "error_has": subs})
+case("score-dev-zero", "score", [write("ref.txt", "a\n")],
+     ["{tfmc}", "score", "--hyp", "/dev/zero", "--ref", "{case}/ref.txt"],
+     {"exit": "nonzero", "one_error": True, "error_has": ["/dev/zero", "256 MiB"]},
+     note="a file that is not a regular one is read up to a bound")
 case("score-missing-file", "score", [write("ref.txt", "a\n")], SCORE,
      {"exit": "nonzero", "one_error": True, "error_has": ["hyp.txt", "cannot open file"]})
 

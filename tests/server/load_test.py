@@ -122,6 +122,11 @@ def main():
     assert status == 400 and "bogus" in body["error"], body
     status, body = post(port, {"text": ["谢谢。"] * 300})
     assert status == 413 and "too many sentences" in body["error"], body
+    # Split into sentences, one text of 300 counts as 300.
+    status, body = post(port, {"text": ["谢谢。" * 300], "split_sentences": "on"})
+    assert status == 413 and "300 once the texts are split" in body["error"], body
+    status, body = post(port, {"text": ["谢谢。" * 3], "split_sentences": "on"})
+    assert status == 200 and len(body["translations"]) == 1, body
     status, body = post(port, None, raw=json.dumps({"text": ["x" * (2 << 20)]}).encode())
     assert status == 413, (status, body)
     status, body = post(port, None, raw=b'{"text": ["a"], "text": ["b", "c"]}')
@@ -130,7 +135,7 @@ def main():
     assert status == 400 and "not valid JSON" in body["error"], (status, body)
     # A body sent as a form (what `curl -d` and urllib send by default) is
     # read up to --max-request-bytes like any other, not cut at 8 KiB.
-    form = json.dumps({"text": ["谢谢。" * 20] * 100}).encode()
+    form = json.dumps({"text": ["谢谢你的帮助" * 10] * 100}).encode()
     assert len(form) > 8192
     status, body = post(port, None, raw=form,
                         content_type="application/x-www-form-urlencoded")

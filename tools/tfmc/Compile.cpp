@@ -69,8 +69,16 @@ public:
       return fail("--emit: unknown stage '" + emit +
                   "' (expected tfm, fused, loops, llvm, llvmir, asm, obj or "
                   "graph)");
+    if (cacheOnly && (emit.getNumOccurrences() || !output.empty()))
+      return fail("--cache-only prints no IR: it cannot go with --emit or -o "
+                  "(--dump-ir DIR writes the stages of what it compiles)");
     if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
       return fail("--emit=obj writes a binary object: give -o FILE.o");
+    // Opening -o truncates it: not one of the model's files.
+    FileRoles files;
+    files.noteModel(model);
+    if (llvm::Error e = files.checkOutput(output, "the output (-o)"))
+      return fail(std::move(e));
     auto loaded = loadModelTimed(model, timing);
     if (!loaded)
       return fail(loaded.takeError());
@@ -149,6 +157,8 @@ private:
     if (!computeType.apply(options))
       return 1;
     options.cacheDir = dir;
+    // As for translate: the stages are written and the entry refreshed.
+    options.dumpDir = dumpIR;
     options.timing = timing.root();
     auto session = runtime::Session::open(std::move(loaded), options);
     if (!session)
@@ -168,7 +178,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, emit;
   cl::opt<bool> cacheOnly;
-  cl::opt<int> libraryMinRows;
+  IntegerOption<int> libraryMinRows;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   CacheOptions cache;

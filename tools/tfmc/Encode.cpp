@@ -45,6 +45,11 @@ public:
   int run() override {
     if (output.empty())
       return fail("encode needs -o STATES.npy");
+    FileRoles files;
+    files.noteModel(model);
+    files.noteRead(srcFile, "the source file (--src)");
+    if (llvm::Error e = files.checkOutput(output, "the states (-o)"))
+      return fail(std::move(e));
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());

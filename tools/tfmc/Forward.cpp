@@ -49,6 +49,12 @@ public:
   int run() override {
     if (output.empty())
       return fail("forward needs -o LOGITS.npy");
+    FileRoles files;
+    files.noteModel(model);
+    files.noteRead(srcFile, "the source file (--src)");
+    files.noteRead(tgtFile, "the target file (--tgt)");
+    if (llvm::Error e = files.checkOutput(output, "the logits (-o)"))
+      return fail(std::move(e));
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());

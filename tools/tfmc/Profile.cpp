@@ -23,6 +23,13 @@ ProfileOutput::ProfileOutput(cl::SubCommand &sub, cl::OptionCategory &cat)
 
 ProfileOutput::~ProfileOutput() = default;
 
+llvm::Error ProfileOutput::checkPaths(FileRoles &files) const {
+  if (llvm::Error e =
+          files.checkOutput(output, "the profile (--profile-output)"))
+    return e;
+  return files.checkOutput(svg, "the profile's picture (--profile-svg)");
+}
+
 llvm::Error ProfileOutput::open() {
   if (format != "md" && format != "json" && format != "csv")
     return llvm::createStringError(

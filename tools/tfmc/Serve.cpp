@@ -41,9 +41,11 @@ public:
         maxRequest("max-request-bytes",
                    cl::desc("Largest request body; larger is answered 413"),
                    cl::init(1 << 20), cl::sub(sub), cl::cat(cat)),
-        maxSentences("max-sentences",
-                     cl::desc("Sentences per request at most (413 beyond)"),
-                     cl::init(256), cl::sub(sub), cl::cat(cat)),
+        maxSentences(
+            "max-sentences",
+            cl::desc("Sentences per request at most (413 beyond; a text "
+                     "split into sentences counts each)"),
+            cl::init(256), cl::sub(sub), cl::cat(cat)),
         threads("threads",
                 cl::desc("Threads for compiled code (default: this "
                          "machine's cores; a server's batches use them all)"),
@@ -119,8 +121,8 @@ public:
 private:
   cl::SubCommand sub;
   cl::opt<std::string> model, host;
-  cl::opt<int> port, maxBatch, maxQueue, batchWindow, maxRequest, maxSentences,
-      threads;
+  IntegerOption<int> port, maxBatch, maxQueue, batchWindow, maxRequest,
+      maxSentences, threads;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   CacheOptions cache;

@@ -215,17 +215,18 @@ public:
         return fail(input + ": cannot open file: is a directory");
       }
     }
-    // Opening -o truncates it: the input must not be that file.
-    if (!output.empty() && output != "-") {
-      struct stat in, out;
-      if (::fstat(inputFd, &in) == 0 && ::stat(output.c_str(), &out) == 0 &&
-          S_ISREG(out.st_mode) && in.st_dev == out.st_dev &&
-          in.st_ino == out.st_ino) {
-        if (inputFd > 0)
-          ::close(inputFd);
-        return fail(output + ": is the input file; writing the translation "
-                             "there would destroy it");
-      }
+    // Opening an output truncates it: none may be a file this run reads
+    // (the input, the model's files) or another output.
+    FileRoles files;
+    files.noteReadFd(inputFd, "the input file");
+    files.noteModel(model);
+    llvm::Error clash = files.checkOutput(output, "the translations (-o)");
+    if (!clash && profileOutput)
+      clash = profileOutput->checkPaths(files);
+    if (clash) {
+      if (inputFd > 0)
+        ::close(inputFd);
+      return fail(std::move(clash));
     }
     auto closeInput = llvm::make_scope_exit([&] {
       if (inputFd > 0)
@@ -406,17 +407,17 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, input;
   cl::opt<bool> ids, replaceUnk;
-  cl::opt<int64_t> batchSize, maxLength, minLength;
+  IntegerOption<int64_t> batchSize, maxLength, minLength;
   cl::opt<double> maxLengthFactor;
-  cl::opt<int64_t> maxLengthOffset, noRepeatNgramSize;
+  IntegerOption<int64_t> maxLengthOffset, noRepeatNgramSize;
   cl::opt<double> repetitionPenalty;
-  cl::opt<int64_t> beamSize;
+  IntegerOption<int64_t> beamSize;
   cl::opt<double> lengthPenalty;
-  cl::opt<int64_t> nBest;
+  IntegerOption<int64_t> nBest;
   cl::opt<bool> scores, stats;
-  cl::opt<int> threads;
+  IntegerOption<int> threads;
   cl::opt<std::string> stepTeams;
-  cl::opt<int64_t> batchTokens, readAhead;
+  IntegerOption<int64_t> batchTokens, readAhead;
   cl::opt<bool> sortBatches;
   cl::opt<std::string> shard;
   cl::opt<bool> strict, progress;

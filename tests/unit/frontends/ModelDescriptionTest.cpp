@@ -153,6 +153,14 @@ TEST(ModelDescriptionTest, FindDuplicateJsonKey) {
             "q[].x");
   EXPECT_EQ(findDuplicateJsonKey(R"([{"k": "v"}, {"k": "v", "k": 1}])"),
             "[].k");
+  // Keys are compared decoded: an escape does not make a key another one.
+  EXPECT_EQ(findDuplicateJsonKey(R"({"weights": 1, "w\u0065ights": 2})"),
+            "weights");
+  EXPECT_EQ(findDuplicateJsonKey(R"({"a": {"d_model": 1, "d\u005fmodel": 2}})"),
+            "a.d_model");
+  EXPECT_EQ(findDuplicateJsonKey(R"({"a\"b": 1, "a\u0022b": 2})"), "a\"b");
+  EXPECT_EQ(findDuplicateJsonKey(R"({"\ud83d\ude00": 1, "x": 2})"),
+            std::nullopt);
 }
 
 TEST(ModelDescriptionTest, TopLevelNotObject) {

@@ -1,0 +1,99 @@
+//===- OutputPaths.cpp - outputs that would overwrite what a run reads ----===//
+//
+// Opening an output truncates it. An output that names a file the command
+// reads destroys it: its input before it is read, or a model file the
+// loaded model still maps (its weights then vanish under the mapping and
+// the process dies of SIGBUS). Two outputs naming one file overwrite each
+// other. Commands note what they read and check every output before
+// opening any.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tfmc/Command.h"
+
+#include "frontends/model/ModelDescription.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <sys/stat.h>
+
+namespace tfmc::driver {
+
+namespace {
+
+/// `path` made absolute without its "." and ".." components: how a file
+/// that does not exist yet is told apart from another.
+std::string absolute(llvm::StringRef path) {
+  llvm::SmallString<256> full(path);
+  (void)llvm::sys::fs::make_absolute(full);
+  llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+  return std::string(full);
+}
+
+} // namespace
+
+void FileRoles::noteRead(llvm::StringRef path, llvm::StringRef role) {
+  struct stat st;
+  if (path.empty() || ::stat(path.str().c_str(), &st) != 0)
+    return;
+  entries.push_back({st.st_dev, st.st_ino, "", role.str()});
+}
+
+void FileRoles::noteReadFd(int fd, llvm::StringRef role) {
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    entries.push_back({st.st_dev, st.st_ino, "", role.str()});
+}
+
+void FileRoles::noteModel(llvm::StringRef modelJson) {
+  auto desc = frontend::parseModelDescription(modelJson);
+  if (!desc) {
+    // Loading the model reports it.
+    llvm::consumeError(desc.takeError());
+    return;
+  }
+  noteRead(modelJson, "the model description");
+  noteRead(desc->weightsPath, "the model's weights");
+  for (const auto &[side, name] : {std::pair{&desc->source, "source"},
+                                   std::pair{&desc->target, "target"}}) {
+    noteRead(side->vocabPath,
+             std::string("the model's ") + name + " vocabulary");
+    noteRead(side->spmModelPath,
+             std::string("the model's ") + name + " SentencePiece model");
+  }
+}
+
+llvm::Error FileRoles::checkOutput(llvm::StringRef path,
+                                   llvm::StringRef option) {
+  if (path.empty() || path == "-")
+    return llvm::Error::success();
+  auto refuse = [&](const std::string &role) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s: is %s; writing %s there would destroy it", path.str().c_str(),
+        role.c_str(), option.str().c_str());
+  };
+  struct stat st;
+  bool exists = ::stat(path.str().c_str(), &st) == 0;
+  // A device or a pipe (/dev/null, /dev/stdout) is not truncated.
+  if (exists && !S_ISREG(st.st_mode))
+    return llvm::Error::success();
+  std::string name = absolute(path);
+  for (const Entry &e : entries) {
+    bool same = exists
+                    ? e.name.empty() && e.dev == st.st_dev && e.ino == st.st_ino
+                    : !e.name.empty() && e.name == name;
+    if (same)
+      return refuse(e.role);
+  }
+  // Outputs are checked against each other too: by file where it exists
+  // (a link is the file), else by name.
+  if (exists)
+    entries.push_back(
+        {st.st_dev, st.st_ino, "", "the file of " + option.str()});
+  else
+    entries.push_back({0, 0, name, "the file of " + option.str()});
+  return llvm::Error::success();
+}
+
+} // namespace tfmc::driver
