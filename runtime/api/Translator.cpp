@@ -84,6 +84,21 @@ bool api::splitsSentences(const TranslateOptions &options,
   return model.sentenceLevel && options.nBest <= 1 && !scores;
 }
 
+/// Adds `text` to a translation's warning (after any earlier one).
+static void addWarning(Translation &t, const std::string &text) {
+  t.warning += (t.warning.empty() ? "" : "; ") + text;
+}
+
+size_t api::splitSentenceCount(const std::vector<std::string> &texts) {
+  size_t count = 0;
+  for (const std::string &t : texts) {
+    llvm::StringRef text = llvm::StringRef(t).rtrim("\r\n");
+    if (!text.trim().empty())
+      count += runtime::splitSentences(text).size();
+  }
+  return count;
+}
+
 /// Checks what the CLI checks, as one message.
 static llvm::Error checkOptions(const TranslateOptions &o) {
   if (o.batchSize < 1)
@@ -393,8 +408,18 @@ translateSplit(Translator::Impl &state,
     std::vector<std::string> texts;
     Hypothesis joined;
     double scores = 0;
+    int64_t scored = 0;
     for (size_t k = firstSource[i]; k < firstSource[i + 1]; ++k) {
       std::vector<runtime::Hypothesis> &nbest = (*decoded)[k];
+      if (nbest.empty())
+        addWarning(
+            out[i],
+            (parts[i].size() > 1
+                 ? "sentence " + std::to_string(k - firstSource[i] + 1) + ": "
+                 : std::string()) +
+                runtime::kNoHypothesis.str());
+      else
+        ++scored;
       runtime::Hypothesis best =
           nbest.empty() ? runtime::Hypothesis{} : std::move(nbest.front());
       runtime::profile::Scope scope(runtime::profile::Region::Detokenize);
@@ -406,7 +431,8 @@ translateSplit(Translator::Impl &state,
       scores += best.score;
     }
     joined.text = runtime::joinTranslations(texts, parts[i]);
-    joined.score = scores / double(parts[i].size());
+    // The mean over the sentences that have a translation.
+    joined.score = scored ? scores / double(scored) : 0.0;
     out[i].hypotheses.push_back(std::move(joined));
   }
   return R(std::move(out));
@@ -447,7 +473,9 @@ Translator::translate(const std::vector<std::string> &sentences,
   auto decoded = decodeAll(*state->session, sources, options);
   if (!decoded)
     return R::failure(message(decoded.takeError()));
-  for (size_t i = 0; i < sentences.size(); ++i)
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    if (sources[i] && (*decoded)[i].empty())
+      addWarning(out[i], runtime::kNoHypothesis.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;
@@ -460,6 +488,7 @@ Translator::translate(const std::vector<std::string> &sentences,
       hyp.score = h.score;
       out[i].hypotheses.push_back(std::move(hyp));
     }
+  }
   return R(std::move(out));
 }
 
@@ -490,12 +519,15 @@ Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
   auto decoded = decodeAll(*state->session, rows, options);
   if (!decoded)
     return R::failure(message(decoded.takeError()));
-  for (size_t i = 0; i < sources.size(); ++i)
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (rows[i] && (*decoded)[i].empty())
+      addWarning(out[i], runtime::kNoHypothesis.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;
       out[i].hypotheses.push_back({"", std::move(h.ids), h.score});
     }
+  }
   return R(std::move(out));
 }
 

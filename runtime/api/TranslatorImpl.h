@@ -48,6 +48,10 @@ runtime::TranslateOptions toRuntimeOptions(const TranslateOptions &options);
 bool splitsSentences(const TranslateOptions &options,
                      const frontend::ModelDescription &model, bool scores);
 
+/// How many sentences `texts` are once split as Translator::translate
+/// splits them (a blank text is none).
+size_t splitSentenceCount(const std::vector<std::string> &texts);
+
 } // namespace tfmc::api
 
 #endif // RUNTIME_API_TRANSLATORIMPL_H

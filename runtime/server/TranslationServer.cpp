@@ -11,7 +11,6 @@
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/server/StopSignals.h"
-#include "runtime/tokenizers/SentenceSplitter.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -89,12 +88,14 @@ private:
       });
       std::vector<std::shared_ptr<Job>> batch;
       std::vector<std::string> texts;
+      size_t sentences = 0;
       TranslateOptions decoding = jobs.front()->options;
       for (auto it = jobs.begin(); it != jobs.end();) {
         bool fits = texts.empty() ||
-                    texts.size() + (*it)->texts.size() <= size_t(options.maxBatch);
+                    sentences + (*it)->sentences <= size_t(options.maxBatch);
         if (fits && sameDecoding((*it)->options, decoding)) {
           texts.insert(texts.end(), (*it)->texts.begin(), (*it)->texts.end());
+          sentences += (*it)->sentences;
           queuedSentences -= (*it)->sentences;
           batch.push_back(std::move(*it));
           it = jobs.erase(it);
@@ -103,7 +104,7 @@ private:
         }
       }
       lock.unlock();
-      decoding.batchSize = std::max<int64_t>(texts.size(), 1);
+      decoding.batchSize = std::max<int64_t>(int64_t(sentences), 1);
       Result<std::vector<Translation>> out =
           translator.translate(texts, decoding);
       size_t next = 0;
@@ -295,10 +296,7 @@ int serve(Translator &translator, const ServerOptions &options,
     if (api::splitsSentences(job->options,
                              translator.impl().session->model().desc,
                              /*scores=*/false)) {
-      job->sentences = 0;
-      for (const std::string &t : job->texts)
-        job->sentences +=
-            std::max<size_t>(runtime::splitSentences(t).size(), 1);
+      job->sentences = api::splitSentenceCount(job->texts);
       if (job->sentences > size_t(options.maxSentencesPerRequest))
         return replyError(
             res, 413,
@@ -313,7 +311,8 @@ int serve(Translator &translator, const ServerOptions &options,
     Result<std::vector<Translation>> out = done.get();
     if (!out)
       return replyError(res, 500, out.error());
-    json translations = json::array(), errors = json::array();
+    json translations = json::array(), errors = json::array(),
+         warnings = json::array();
     for (size_t i = 0; i < out->size(); ++i) {
       const Translation &t = (*out)[i];
       if (job->options.nBest > 1) {
@@ -326,10 +325,14 @@ int serve(Translator &translator, const ServerOptions &options,
       }
       if (!t.error.empty())
         errors.push_back(json{{"index", i}, {"error", t.error}});
+      if (!t.warning.empty())
+        warnings.push_back(json{{"index", i}, {"warning", t.warning}});
     }
     json result{{"translations", translations}};
     if (!errors.empty())
       result["errors"] = errors;
+    if (!warnings.empty())
+      result["warnings"] = warnings;
     reply(res, 200, result);
   });
   // Errors httplib answers itself (an oversized body, an unknown path) get

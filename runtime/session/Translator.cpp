@@ -144,16 +144,16 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   // pieces still to translate.
   std::deque<WindowLine> window;
   int64_t undone = 0;
-  // Beam search (and greedy with scores, a beam of one) may end a row with
-  // no hypothesis: the repetition guards left a hypothesis no token while
-  // min_length still bans eos (docs/reference.md). The line gets no
-  // translation (an empty line, or no n-best entry): said, never silent.
+  // A source left without a hypothesis (kNoHypothesis) gets no translation:
+  // an empty line, no n-best entry, or an empty sentence of a split line.
   auto noTranslation = [&](const WindowLine &w) {
-    warn(llvm::formatv("warning: input line {0}: no translation: every "
-                       "hypothesis was left without an allowed token (the "
-                       "repetition guards forbid every token while "
-                       "--min-length still bans eos)\n",
-                       w.index + 1));
+    for (size_t k = 0; k < w.pieces.size(); ++k)
+      if (w.pieces[k].nbest.empty())
+        warn(llvm::formatv("warning: input line {0}: {1}{2}\n", w.index + 1,
+                           w.pieces.size() > 1
+                               ? llvm::formatv("sentence {0}: ", k + 1).str()
+                               : std::string(),
+                           kNoHypothesis));
   };
   auto writeReady = [&]() {
     bool wrote = false;
@@ -169,9 +169,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
               << "\n";
       } else if (!options.scores) {
         std::vector<std::string> texts;
-        if (llvm::any_of(w.pieces,
-                         [](const Piece &p) { return p.nbest.empty(); }))
-          noTranslation(w);
+        noTranslation(w);
         for (const Piece &p : w.pieces) {
           const std::vector<int32_t> &ids =
               p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
@@ -183,8 +181,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
             << "\n";
       } else {
         const Piece &p = w.pieces.front();
-        if (p.nbest.empty())
-          noTranslation(w);
+        noTranslation(w);
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
           out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "

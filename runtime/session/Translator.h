@@ -6,12 +6,22 @@
 #include "runtime/session/Session.h"
 #include "runtime/tokenizers/Tokenizer.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
 #include <optional>
 
 namespace tfmc::runtime {
+
+/// Why a source got no translation: a beam (or greedy with scores, a beam of
+/// one) can end with no hypothesis when the repetition guards leave each
+/// no token while min_length still bans eos (docs/reference.md). Said as a
+/// warning, never left silent.
+inline constexpr llvm::StringLiteral kNoHypothesis =
+    "no translation: every hypothesis was left without an allowed token (the "
+    "repetition guards forbid every token while the minimum length still "
+    "bans eos)";
 
 /// The model's own tokenizers, one per side, for text in and text out.
 struct TextTokenizers {

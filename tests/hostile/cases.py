@@ -750,6 +750,13 @@ case("in-scores-every-token-forbidden", IN, [base(), text("s4 s5", "s6")],
                      "warning: input line 2: no translation"]},
      note="a beam (greedy with scores: a beam of one) may end without a "
           "hypothesis (docs/reference.md): said, never silent")
+case("in-beam-every-token-forbidden", IN, [base(), text("s4 s5", "s6")],
+     translate("--beam-size", "2", "--no-repeat-ngram-size", "1", "--min-length", "60",
+               "--max-length", "64", "--max-length-factor", "0"),
+     {"exit": 0, "stdout_lines": 2, "empty_lines": [1, 2],
+      "stderr_has": ["warning: input line 1: no translation",
+                     "warning: input line 2: no translation"]},
+     note="without --scores the beam's line is empty, and said")
 case("in-scores-empty-line", IN, [base(), text("", "s4")], translate("--scores"),
      lines_out(2, stdout_has=["0 |||  ||| 0.000000"]))
 # --split-sentences: one output line per input line whatever the line holds.
@@ -883,6 +890,17 @@ for name, target, role in [
          option_error(target, role, "would destroy it"),
          note="-o truncates its file: the weights would vanish under their "
               "mapping (SIGBUS), the other files be overwritten")
+case("opt-output-is-weights-link", OP,
+     [base(), ONE_LINE, write("link.py", "import os\nos.link('model.safetensors', 'weights.link')\n")],
+     translate("-o", "{case}/weights.link"),
+     option_error("weights.link", "the model's weights"),
+     pre=[["{python}", "{case}/link.py"]],
+     note="a hard link is the same file: checked by device and inode")
+case("opt-stdout-is-input", OP, [base(), ONE_LINE],
+     ["sh", "-c", "{tfmc} translate {case}/model.json --cache-dir {cache} -i {case}/input.txt"
+      " >> {case}/input.txt"],
+     option_error("standard output", "is the input file"),
+     note="standard output appended to the input: the run would read its own output")
 case("opt-output-is-weights-kept", OP, [base(), ONE_LINE],
      ["sh", "-c", "{tfmc} translate {case}/model.json --cache-dir {cache} -i {case}/input.txt"
       " -o {case}/model.safetensors; {tfmc} translate {case}/model.json --cache-dir {cache}"

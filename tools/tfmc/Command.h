@@ -222,6 +222,9 @@ public:
   /// An error when `path`, given as `option` ("-o"), names a file noted
   /// (read, or an output checked before); otherwise notes it as an output.
   llvm::Error checkOutput(llvm::StringRef path, llvm::StringRef option);
+  /// The same for an output already open as `fd` (standard output
+  /// redirected to a file: `-i F >> F`).
+  llvm::Error checkOutputFd(int fd, llvm::StringRef option);
 
 private:
   struct Entry {

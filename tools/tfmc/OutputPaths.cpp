@@ -75,7 +75,8 @@ llvm::Error FileRoles::checkOutput(llvm::StringRef path,
   };
   struct stat st;
   bool exists = ::stat(path.str().c_str(), &st) == 0;
-  // A device or a pipe (/dev/null, /dev/stdout) is not truncated.
+  // A device or a pipe (/dev/null; /dev/stdout on a terminal) is not
+  // truncated.
   if (exists && !S_ISREG(st.st_mode))
     return llvm::Error::success();
   std::string name = absolute(path);
@@ -93,6 +94,19 @@ llvm::Error FileRoles::checkOutput(llvm::StringRef path,
         {st.st_dev, st.st_ino, "", "the file of " + option.str()});
   else
     entries.push_back({0, 0, name, "the file of " + option.str()});
+  return llvm::Error::success();
+}
+
+llvm::Error FileRoles::checkOutputFd(int fd, llvm::StringRef option) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return llvm::Error::success();
+  for (const Entry &e : entries)
+    if (e.name.empty() && e.dev == st.st_dev && e.ino == st.st_ino)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "%s is %s; writing there would destroy it",
+                                     option.str().c_str(), e.role.c_str());
+  entries.push_back({st.st_dev, st.st_ino, "", option.str()});
   return llvm::Error::success();
 }
 

@@ -220,7 +220,10 @@ public:
     FileRoles files;
     files.noteReadFd(inputFd, "the input file");
     files.noteModel(model);
-    llvm::Error clash = files.checkOutput(output, "the translations (-o)");
+    llvm::Error clash =
+        output.empty() || output == "-"
+            ? files.checkOutputFd(1, "standard output (the translations)")
+            : files.checkOutput(output, "the translations (-o)");
     if (!clash && profileOutput)
       clash = profileOutput->checkPaths(files);
     if (clash) {
