@@ -111,8 +111,10 @@ def test_serve_joins_sentence_translations(cases):
             assert proc.poll() is None, proc.stderr.read()
         assert port, "tfmc serve did not start"
         got = []
-        for first in range(0, len(sources), 100):
-            body = json.dumps({"text": sources[first:first + 100],
+        # Requests of 20 lines: split, each line's sentences count against
+        # --max-sentences (256).
+        for first in range(0, len(sources), 20):
+            body = json.dumps({"text": sources[first:first + 20],
                                "split_sentences": "on"}).encode()
             req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=body,
                                          headers={"Content-Type": "application/json"})

@@ -27,7 +27,10 @@ TEST(MachineProbe, VectorScalingMeasuresBothRates) {
 TEST(MachineProbe, OneThreadIsItsOwnBaseline) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
     GTEST_SKIP() << "no AVX2 + FMA: the probe measures nothing here";
-  VectorScaling v = probeVectorScaling(/*threads=*/0, /*repeats=*/1);
+  // The best of three of each: one pair alone once measured 32 against 70
+  // GFLOP/s on a fresh machine while ctest ran another test on the other
+  // core.
+  VectorScaling v = probeVectorScaling(/*threads=*/0, /*repeats=*/3);
   EXPECT_EQ(v.threads, 1);
   // The same loop, alone both times: within the noise of a shared host.
   EXPECT_GT(v.together, 0.5 * v.alone);
