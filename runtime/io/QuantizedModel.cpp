@@ -38,6 +38,11 @@ static Expected<std::string> copyBeside(StringRef from, StringRef dir,
                                         StringRef name) {
   SmallString<256> to(dir);
   sys::path::append(to, name);
+  // A file already in DIR (a vocabulary there, the model elsewhere) stays:
+  // copying a file onto itself truncates it first.
+  bool same = false;
+  if (!sys::fs::equivalent(from, to, same) && same)
+    return name.str();
   if (std::error_code ec = sys::fs::copy_file(from, to))
     return error(formatv("cannot copy '{0}' to '{1}': {2}", from, to,
                          ec.message()));

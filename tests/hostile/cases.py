@@ -932,6 +932,14 @@ for name, value in [("opt-integer-hex", "0x10"), ("opt-integer-binary", "0b101")
     case(name, OP, [base(), ONE_LINE], translate("--max-length", value),
          option_error("--max-length", value),
          note="integers are decimal: llvm::cl alone reads 0x, 0b and a leading 0")
+case("quantize-into-vocabulary-directory", OP,
+     [base(), ONE_LINE, mkdir("out"), copy(SRC, "out/" + SRC), remove(SRC),
+      set_field(["source", "vocab"], "out/" + SRC)],
+     ["sh", "-c", "{tfmc} quantize {case}/model.json -o {case}/out > /dev/null && "
+      "{tfmc} translate {case}/out/model.json --cache-dir {cache} -i {case}/input.txt"],
+     {"exit": 0, "stdout_lines": 1},
+     note="a vocabulary already in the output directory is kept, not copied onto "
+          "itself (which would empty it)")
 case("opt-output-full-device", OP, [base(), ONE_LINE], translate("-o", "/dev/full"),
      option_error("/dev/full", "cannot write"))
 case("in-line-over-256k-bytes-cut", IN,
