@@ -12,6 +12,7 @@
 #include <cassert>
 #include <cmath>
 #include <optional>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -124,14 +125,24 @@ Error checkMemory(const ModelDescription &d) {
     return Error::success();
   double bytes = double(a.maxLen) * double(a.dModel) * sizeof(float);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  double physical = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
-  if (physical > 0 && bytes > physical / 2)
+  double available = pages > 0 && pageSize > 0 ? double(pages) * pageSize : 0;
+  const char *what = "this machine's";
+  // A process limited below the machine (ulimit -v) would otherwise die in
+  // the allocation ("LLVM ERROR: out of memory").
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (available <= 0 || double(limit.rlim_cur) < available)) {
+    available = double(limit.rlim_cur);
+    what = "this process's address-space limit of";
+  }
+  if (available > 0 && bytes > available / 2)
     return createStringError(
         inconvertibleErrorCode(),
         formatv("{0}: architecture.max_len ({1}) x architecture.d_model ({2}) "
                 "needs {3:f1} GB for positional encodings, more than half of "
-                "this machine's {4:f1} GB",
-                d.jsonPath, a.maxLen, a.dModel, bytes / 1e9, physical / 1e9)
+                "{4} {5:f1} GB",
+                d.jsonPath, a.maxLen, a.dModel, bytes / 1e9, what,
+                available / 1e9)
             .str());
   return Error::success();
 }

@@ -478,6 +478,12 @@ case("arch-value-max_len-2p31", "model.json: field values",
       "if_error": {"one_error": True, "error_has": ["architecture.max_len (2147483648)"]}},
      note="275 GB of positional table: refused naming the field on machines with less "
           "than twice that memory; never an allocation failure")
+case("arch-value-max_len-50m", "model.json: field values",
+     [base(), set_field(["architecture", "max_len"], 50_000_000), ONE_LINE], TRANSLATE,
+     {"exit": "any", "if_ok": {"stdout_lines": 1},
+      "if_error": {"one_error": True, "error_has": ["architecture.max_len (50000000)", "GB"]}},
+     note="6.4 GB of positional table: under the corpus's 4 GiB address-space limit "
+          "it is refused naming the field, not left to abort in the allocation")
 case("arch-value-max_len-2p50", "model.json: field values",
      [base(), set_field(["architecture", "max_len"], 2 ** 50), ONE_LINE], TRANSLATE,
      tr_error(MJ, "architecture.max_len (1125899906842624)", "GB"))
