@@ -104,6 +104,10 @@ public:
                       : mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
     if (!text)
       return fail(text.takeError());
+    // Without Graphviz, -o F.svg becomes F.dot: checked as well.
+    if (path != output)
+      if (llvm::Error e = files.checkOutput(path, "the output (-o)"))
+        return fail(std::move(e));
     auto os = openOutput(path);
     if (!os)
       return fail(os.takeError());

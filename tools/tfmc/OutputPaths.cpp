@@ -21,11 +21,19 @@ namespace tfmc::driver {
 
 namespace {
 
-/// `path` made absolute without its "." and ".." components: how a file
-/// that does not exist yet is told apart from another.
+/// The name of a file that does not exist yet, how it is told apart from
+/// another: its directory's real path (links resolved) and its own name,
+/// or, where the directory does not exist either, the path made absolute
+/// without its "." and ".." components.
 std::string absolute(llvm::StringRef path) {
   llvm::SmallString<256> full(path);
   (void)llvm::sys::fs::make_absolute(full);
+  llvm::SmallString<256> directory;
+  if (!llvm::sys::fs::real_path(llvm::sys::path::parent_path(full),
+                                directory)) {
+    llvm::sys::path::append(directory, llvm::sys::path::filename(full));
+    return std::string(directory);
+  }
   llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
   return std::string(full);
 }
