@@ -923,6 +923,13 @@ case("profile-output-is-translations", OP, [base(), ONE_LINE],
      PROFILE + ["-o", "{case}/out.txt", "--profile-output", "{case}/out.txt"],
      option_error("out.txt", "the translations (-o)"),
      note="two outputs naming one file (here one that does not exist yet)")
+case("profile-output-through-linked-directory", OP,
+     [base(), ONE_LINE, mkdir("real"),
+      write("link.py", "import os\nos.symlink('real', 'linked')\n")],
+     PROFILE + ["-o", "{case}/real/out.txt", "--profile-output", "{case}/linked/out.txt"],
+     option_error("linked/out.txt", "the translations (-o)"),
+     pre=[["{python}", "{case}/link.py"]],
+     note="two names of one file that does not exist yet, through a linked directory")
 case("compile-output-is-model-json", OP, [base()],
      ["{tfmc}", "compile", MODEL, "-o", MODEL] + CACHE,
      option_error("model.json", "the model description"))
