@@ -21,46 +21,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <sys/types.h>
 
 namespace tfmc {
 class Translator;
 } // namespace tfmc
 
 namespace tfmc::driver {
-
-/// An integer option's value as typed in decimal (IntegerOption).
-template <typename T> struct Decimal {
-  T value{};
-  operator T() const { return value; }
-};
-
-} // namespace tfmc::driver
-
-/// Integer options read in decimal only: llvm::cl's own parser takes a
-/// leading 0 as octal ("010" is 8), 0x as hexadecimal and 0b as binary, a
-/// silent change of what was typed.
-template <typename T>
-class llvm::cl::parser<tfmc::driver::Decimal<T>>
-    : public llvm::cl::basic_parser<tfmc::driver::Decimal<T>> {
-public:
-  explicit parser(llvm::cl::Option &option)
-      : llvm::cl::basic_parser<tfmc::driver::Decimal<T>>(option) {}
-  bool parse(llvm::cl::Option &option, llvm::StringRef name,
-             llvm::StringRef text, tfmc::driver::Decimal<T> &result) {
-    if (text.getAsInteger(10, result.value))
-      return option.error("'" + text + "' value invalid for integer argument!");
-    return false;
-  }
-  llvm::StringRef getValueName() const override { return "int"; }
-};
-
-namespace tfmc::driver {
-
-template <typename T>
-using IntegerOption = llvm::cl::opt<T, false, llvm::cl::parser<Decimal<T>>>;
 
 class Command {
 public:
@@ -203,39 +169,6 @@ double secondsSinceStart();
 llvm::Expected<runtime::TokenRows>
 readIdFile(llvm::StringRef path, int64_t vocab,
            llvm::StringRef side = "source");
-
-/// What a command reads (its input, the model's files) and writes: an
-/// output naming a file it reads, or another output, is refused before any
-/// output is opened (opening truncates: OutputPaths.cpp).
-class FileRoles {
-public:
-  /// Notes `path` as read, as `role` ("the input file"); a path that does
-  /// not exist is skipped.
-  void noteRead(llvm::StringRef path, llvm::StringRef role);
-  /// ... the regular file open as `fd` (standard input redirected from a
-  /// file).
-  void noteReadFd(int fd, llvm::StringRef role);
-  /// The model's description, weights, vocabularies and SentencePiece
-  /// models, as its model.json names them (nothing for a file that does not
-  /// parse: loading it reports that).
-  void noteModel(llvm::StringRef modelJson);
-  /// An error when `path`, given as `option` ("-o"), names a file noted
-  /// (read, or an output checked before); otherwise notes it as an output.
-  llvm::Error checkOutput(llvm::StringRef path, llvm::StringRef option);
-  /// The same for an output already open as `fd` (standard output
-  /// redirected to a file: `-i F >> F`).
-  llvm::Error checkOutputFd(int fd, llvm::StringRef option);
-
-private:
-  struct Entry {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    /// An output that does not exist yet, by its absolute name.
-    std::string name;
-    std::string role;
-  };
-  std::vector<Entry> entries;
-};
 
 /// `path`, or stdout when empty.
 llvm::Expected<std::unique_ptr<llvm::raw_fd_ostream>>

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
+#include "tools/tfmc/IntegerOption.h"
+#include "tools/tfmc/OutputPaths.h"
 
 #include "compiler/Pipelines/EmitModel.h"
 #include "compiler/Pipelines/OpGraph.h"

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
+#include "tools/tfmc/OutputPaths.h"
 
 #include "frontends/model/Model.h"
 #include "runtime/io/Npy.h"

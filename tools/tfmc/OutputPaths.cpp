@@ -8,6 +8,7 @@
 // opening any.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/tfmc/OutputPaths.h"
 #include "tools/tfmc/Command.h"
 
 #include "frontends/model/ModelDescription.h"

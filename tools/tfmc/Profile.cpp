@@ -1,5 +1,6 @@
 //===- Profile.cpp - where tfmc profile writes its profile ----------------===//
 #include "tools/tfmc/Command.h"
+#include "tools/tfmc/OutputPaths.h"
 
 #include "tfmc/Translator.h"
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
+#include "tools/tfmc/IntegerOption.h"
 
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/server/TranslationServer.h"

@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
+#include "tools/tfmc/IntegerOption.h"
+#include "tools/tfmc/OutputPaths.h"
 
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/decoding/RepetitionGuards.h"
