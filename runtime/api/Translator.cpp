@@ -89,6 +89,12 @@ static void addWarning(Translation &t, const std::string &text) {
   t.warning += (t.warning.empty() ? "" : "; ") + text;
 }
 
+/// Whether a score of `nbest` is NaN (kScoreNotANumber).
+static bool anyScoreNaN(const std::vector<runtime::Hypothesis> &nbest) {
+  return llvm::any_of(
+      nbest, [](const runtime::Hypothesis &h) { return std::isnan(h.score); });
+}
+
 size_t api::splitSentenceCount(const std::vector<std::string> &texts) {
   size_t count = 0;
   for (const std::string &t : texts) {
@@ -420,6 +426,8 @@ translateSplit(Translator::Impl &state,
                 runtime::kNoHypothesis.str());
       else
         ++scored;
+      if (anyScoreNaN(nbest))
+        addWarning(out[i], runtime::kScoreNotANumber.str());
       runtime::Hypothesis best =
           nbest.empty() ? runtime::Hypothesis{} : std::move(nbest.front());
       runtime::profile::Scope scope(runtime::profile::Region::Detokenize);
@@ -476,6 +484,8 @@ Translator::translate(const std::vector<std::string> &sentences,
   for (size_t i = 0; i < sentences.size(); ++i) {
     if (sources[i] && (*decoded)[i].empty())
       addWarning(out[i], runtime::kNoHypothesis.str());
+    if (anyScoreNaN((*decoded)[i]))
+      addWarning(out[i], runtime::kScoreNotANumber.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;
@@ -522,6 +532,8 @@ Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
   for (size_t i = 0; i < sources.size(); ++i) {
     if (rows[i] && (*decoded)[i].empty())
       addWarning(out[i], runtime::kNoHypothesis.str());
+    if (anyScoreNaN((*decoded)[i]))
+      addWarning(out[i], runtime::kScoreNotANumber.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;

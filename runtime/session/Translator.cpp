@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -182,6 +183,11 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       } else {
         const Piece &p = w.pieces.front();
         noTranslation(w);
+        if (llvm::any_of(p.nbest, [](const Hypothesis &h) {
+              return std::isnan(h.score);
+            }))
+          warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
+                             kScoreNotANumber));
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
           out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "

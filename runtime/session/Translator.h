@@ -23,6 +23,14 @@ inline constexpr llvm::StringLiteral kNoHypothesis =
     "repetition guards forbid every token while the minimum length still "
     "bans eos)";
 
+/// Why a translation's score is NaN: the model's arithmetic left float32's
+/// range (weights or activations too large), so its outputs are not to be
+/// trusted either. Said as a warning where scores are computed.
+inline constexpr llvm::StringLiteral kScoreNotANumber =
+    "the score is not a number: the model's arithmetic overflowed float32 "
+    "(weights or activations too large), so the translation is not to be "
+    "trusted";
+
 /// The model's own tokenizers, one per side, for text in and text out.
 struct TextTokenizers {
   std::unique_ptr<Tokenizer> source, target;

@@ -347,6 +347,14 @@ for name, tensor, fn, steps, cmd, subs in [
                      out_lines=0 if cmd is TRANSLATE else None),
          note="a NaN or infinite weight is an error naming the tensor and element "
               "(model-format.md), also after F16/BF16 widening")
+case("st-overflowing-output", "safetensors: NaN/Inf values",
+     [base(), st_tensor("linear.weight",
+                        lambda v: [max(min(x * 1e38, 3.4e38), -3.4e38) for x in v]),
+      BASE_TEXT], translate("--scores"),
+     {"exit": 0, "stdout_lines": 3,
+      "stderr_has": ["warning: input line 1: the score is not a number"]},
+     note="finite weights whose products overflow float32 at run time: the NaN "
+          "scores are said, never printed silently")
 
 case("st-weights-missing", "safetensors: path", [base(), remove(ST)], COMPILE,
      model_error(ST, "cannot open file"))
