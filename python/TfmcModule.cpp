@@ -95,6 +95,16 @@ public:
         if (!(*out)[i].error.empty())
           throw py::value_error("sentence " + std::to_string(i) + ": " +
                                 (*out)[i].error);
+    // A translation's warning (no hypothesis, a NaN score) is a
+    // RuntimeWarning through Python's warnings module: shown once per
+    // message by default, an exception under `-W error`.
+    for (size_t i = 0; i < out->size(); ++i)
+      if (!(*out)[i].warning.empty()) {
+        std::string text =
+            "sentence " + std::to_string(i) + ": " + (*out)[i].warning;
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) != 0)
+          throw py::error_already_set();
+      }
     return std::move(*out);
   }
 

@@ -89,12 +89,6 @@ static void addWarning(Translation &t, const std::string &text) {
   t.warning += (t.warning.empty() ? "" : "; ") + text;
 }
 
-/// Whether a score of `nbest` is NaN (kScoreNotANumber).
-static bool anyScoreNaN(const std::vector<runtime::Hypothesis> &nbest) {
-  return llvm::any_of(
-      nbest, [](const runtime::Hypothesis &h) { return std::isnan(h.score); });
-}
-
 size_t api::splitSentenceCount(const std::vector<std::string> &texts) {
   size_t count = 0;
   for (const std::string &t : texts) {
@@ -415,6 +409,7 @@ translateSplit(Translator::Impl &state,
     Hypothesis joined;
     double scores = 0;
     int64_t scored = 0;
+    bool notANumber = false;
     for (size_t k = firstSource[i]; k < firstSource[i + 1]; ++k) {
       std::vector<runtime::Hypothesis> &nbest = (*decoded)[k];
       if (nbest.empty())
@@ -426,8 +421,7 @@ translateSplit(Translator::Impl &state,
                 runtime::kNoHypothesis.str());
       else
         ++scored;
-      if (anyScoreNaN(nbest))
-        addWarning(out[i], runtime::kScoreNotANumber.str());
+      notANumber |= runtime::anyScoreNaN(nbest);
       runtime::Hypothesis best =
           nbest.empty() ? runtime::Hypothesis{} : std::move(nbest.front());
       runtime::profile::Scope scope(runtime::profile::Region::Detokenize);
@@ -438,6 +432,8 @@ translateSplit(Translator::Impl &state,
       joined.ids.insert(joined.ids.end(), best.ids.begin(), best.ids.end());
       scores += best.score;
     }
+    if (notANumber)
+      addWarning(out[i], runtime::kScoreNotANumber.str());
     joined.text = runtime::joinTranslations(texts, parts[i]);
     // The mean over the sentences that have a translation.
     joined.score = scored ? scores / double(scored) : 0.0;
@@ -484,7 +480,7 @@ Translator::translate(const std::vector<std::string> &sentences,
   for (size_t i = 0; i < sentences.size(); ++i) {
     if (sources[i] && (*decoded)[i].empty())
       addWarning(out[i], runtime::kNoHypothesis.str());
-    if (anyScoreNaN((*decoded)[i]))
+    if (runtime::anyScoreNaN((*decoded)[i]))
       addWarning(out[i], runtime::kScoreNotANumber.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
@@ -532,7 +528,7 @@ Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
   for (size_t i = 0; i < sources.size(); ++i) {
     if (rows[i] && (*decoded)[i].empty())
       addWarning(out[i], runtime::kNoHypothesis.str());
-    if (anyScoreNaN((*decoded)[i]))
+    if (runtime::anyScoreNaN((*decoded)[i]))
       addWarning(out[i], runtime::kScoreNotANumber.str());
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)

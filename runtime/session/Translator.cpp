@@ -183,9 +183,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       } else {
         const Piece &p = w.pieces.front();
         noTranslation(w);
-        if (llvm::any_of(p.nbest, [](const Hypothesis &h) {
-              return std::isnan(h.score);
-            }))
+        if (anyScoreNaN(p.nbest))
           warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
                              kScoreNotANumber));
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());

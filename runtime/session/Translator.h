@@ -6,9 +6,12 @@
 #include "runtime/session/Session.h"
 #include "runtime/tokenizers/Tokenizer.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -30,6 +33,12 @@ inline constexpr llvm::StringLiteral kScoreNotANumber =
     "the score is not a number: the model's arithmetic overflowed float32 "
     "(weights or activations too large), so the translation is not to be "
     "trusted";
+
+/// Whether a score of `nbest` is NaN (the case kScoreNotANumber describes).
+inline bool anyScoreNaN(llvm::ArrayRef<Hypothesis> nbest) {
+  return llvm::any_of(nbest,
+                      [](const Hypothesis &h) { return std::isnan(h.score); });
+}
 
 /// The model's own tokenizers, one per side, for text in and text out.
 struct TextTokenizers {

@@ -18,6 +18,7 @@ import pytest
 import tfmc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from overflowing import write_overflowing  # noqa: E402
 from with_decoding import write_with_decoding  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -166,3 +167,35 @@ def test_decoding_defaults_from_the_model_file(zh_en, tmp_path):
     assert (t.translate(sentences, length_penalty=2.0, return_scores=True)
             == zh_en.translate(sentences, beam_size=3, length_penalty=2.0, return_scores=True))
     assert beam != zh_en.translate(sentences, beam_size=3, length_penalty=2.0, return_scores=True)
+
+
+def test_warnings_are_runtime_warnings(tmp_path):
+    import warnings
+    fixture = os.path.join(FIXTURES, "pre-relu-scale")
+    src = read_ids(os.path.join(fixture, "src.ids"))[:2]
+    t = tfmc.Translator(os.path.join(fixture, "model.json"))
+    # 41 target tokens, none repeatable, eos banned for 60: no hypothesis.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = t.translate_ids(src, beam_size=2, no_repeat_ngram_size=1, min_length=60,
+                              max_length=64, max_length_factor=0)
+    assert out == [[], []]
+    assert [(w.category, str(w.message)[:26]) for w in caught] == \
+        [(RuntimeWarning, f"sentence {i}: no translation") for i in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="sentence 0: no translation"):
+            t.translate_ids(src, beam_size=2, no_repeat_ngram_size=1, min_length=60,
+                            max_length=64, max_length_factor=0)
+    # Scores that are NaN: one warning per sentence, also for a line split
+    # into several sentences (said once, not once per part).
+    nan = tfmc.Translator(write_overflowing(fixture, str(tmp_path)))
+    for split in ("off", "on"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            nan.translate(["ab。cd。ef。", "gh"], beam_size=2, split_sentences=split)
+        messages = [str(w.message) for w in caught]
+        assert len(messages) == 2, messages
+        for i, m in enumerate(messages):
+            assert m.startswith(f"sentence {i}: the score is not a number")
+            assert m.count("not a number") == 1

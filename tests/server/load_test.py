@@ -6,7 +6,8 @@
 must equal `tfmc translate`'s translation of the same sentences. Prints
 throughput and p50/p99 latency. Then the error answers: 400 (malformed
 JSON, bad fields), 413 (too many sentences, too large a body), 503 (a
-server whose queue holds nothing), and a clean exit on SIGTERM. Traffic
+server whose queue holds nothing), the warnings list (no hypothesis, NaN
+scores), and a clean exit on SIGTERM. Traffic
 goes to 127.0.0.1 only; every loop is bounded.
 """
 
@@ -26,8 +27,10 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from overflowing import write_overflowing  # noqa: E402
 from with_decoding import write_with_decoding  # noqa: E402
 MODEL = os.path.join(ROOT, "examples", "zh-en", "model.json")
+FIXTURE = os.path.join(ROOT, "tests", "e2e", "fixtures", "pre-relu-scale")
 SENTENCES = os.path.join(ROOT, "tests", "lit", "tfmc", "Inputs", "zh-en", "sentences.zh")
 
 
@@ -163,6 +166,29 @@ def main():
                                 capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
         status, body = post(port, {"text": sentences, "beam_size": 1, "length_penalty": 1.0})
         assert status == 200 and body["translations"] == greedy, body
+        assert stop(proc) == 0
+
+    # Warnings: a beam left without a hypothesis (41 target tokens, none
+    # repeatable, eos banned for 60), and NaN scores (said once for a line
+    # split into three sentences).
+    proc, port = start(args.tfmc, model=os.path.join(FIXTURE, "model.json"))
+    status, body = post(port, {"text": ["ab", "", "cd"], "beam_size": 2, "no_repeat_ngram_size": 1,
+                               "min_length": 60, "max_length": 64, "max_length_factor": 0})
+    assert status == 200 and body["translations"] == ["", "", ""], body
+    assert [(w["index"], w["warning"][:14]) for w in body["warnings"]] == \
+        [(0, "no translation"), (2, "no translation")], body
+    status, body = post(port, {"text": ["ab", "cd"]})
+    assert status == 200 and "warnings" not in body, body
+    assert stop(proc) == 0
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, port = start(args.tfmc, model=write_overflowing(FIXTURE, tmp))
+        status, body = post(port, {"text": ["ab。cd。ef。", "gh"], "beam_size": 2,
+                                   "split_sentences": "on"})
+        assert status == 200 and len(body["translations"]) == 2, body
+        assert [w["index"] for w in body["warnings"]] == [0, 1], body
+        for w in body["warnings"]:
+            assert w["warning"].startswith("the score is not a number"), body
+            assert w["warning"].count("not a number") == 1, body
         assert stop(proc) == 0
 
     # A queue that holds nothing answers 503.

@@ -89,12 +89,13 @@ llvm::Error FileRoles::checkOutput(llvm::StringRef path,
   if (exists && !S_ISREG(st.st_mode))
     return llvm::Error::success();
   std::string name = absolute(path);
-  for (const Entry &e : entries) {
-    bool same = exists
-                    ? e.name.empty() && e.dev == st.st_dev && e.ino == st.st_ino
-                    : !e.name.empty() && e.name == name;
-    if (same)
-      return refuse(e.role);
+  if (exists) {
+    if (const Entry *e = find(st))
+      return refuse(e->role);
+  } else {
+    for (const Entry &e : entries)
+      if (!e.name.empty() && e.name == name)
+        return refuse(e.role);
   }
   // Outputs are checked against each other too: by file where it exists
   // (a link is the file), else by name.
@@ -110,13 +111,19 @@ llvm::Error FileRoles::checkOutputFd(int fd, llvm::StringRef option) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     return llvm::Error::success();
-  for (const Entry &e : entries)
-    if (e.name.empty() && e.dev == st.st_dev && e.ino == st.st_ino)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "%s is %s; writing there would destroy it",
-                                     option.str().c_str(), e.role.c_str());
+  if (const Entry *e = find(st))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s is %s; writing there would destroy it",
+                                   option.str().c_str(), e->role.c_str());
   entries.push_back({st.st_dev, st.st_ino, "", option.str()});
   return llvm::Error::success();
+}
+
+const FileRoles::Entry *FileRoles::find(const struct stat &st) const {
+  for (const Entry &e : entries)
+    if (e.name.empty() && e.dev == st.st_dev && e.ino == st.st_ino)
+      return &e;
+  return nullptr;
 }
 
 } // namespace tfmc::driver

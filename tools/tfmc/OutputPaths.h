@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 namespace tfmc::driver {
@@ -50,6 +51,8 @@ private:
     std::string role;
   };
   std::vector<Entry> entries;
+  /// The noted file that is the existing file `st`, or null.
+  const Entry *find(const struct stat &st) const;
 };
 
 } // namespace tfmc::driver
