@@ -54,11 +54,12 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
 /// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
-/// pair two pairs on, at the same pace, into L2 (T1). Against the next pair
-/// into L1 (T0): one row streamed 15.0 -> 19.6 GB/s (read bandwidth ~20),
-/// and bench/run.py float32 batch 1 1.15x, 16 1.18x, 64 1.03x tokens/s;
-/// the int8 tiles, which prefetched nothing, the same way: 1.36x / 1.19x /
-/// 1.09x (AMD EPYC AVX-512, 2026-12-03).
+/// panels at `ahead` (run() says which), at the same pace, into L2 (T1).
+/// Prefetching two pairs on into L2 against the next pair into L1 (T0): one
+/// row streamed 15.0 -> 19.6 GB/s (read bandwidth ~20), and bench/run.py
+/// float32 batch 1 1.15x, 16 1.18x, 64 1.03x tokens/s; the int8 tiles,
+/// which prefetched nothing, the same way: 1.36x / 1.19x / 1.09x (AMD EPYC
+/// AVX-512, 2026-12-03).
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
@@ -149,16 +150,24 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // through a scratch block.
   alignas(64) float scratch[kWideTileRows * kPanel];
   alignas(64) float biasTail[kPanel] = {};
-  // The pair two pairs on is prefetched; past the weight's last panel, the
-  // start of `after` (the next layer's panels), so they are on their way.
+  // The next pair is prefetched (into L2, at the pace the tile reads its
+  // own); past the weight's last panel, the start of `after` (the next
+  // layer's panels), so they are on their way. The pair two pairs on
+  // instead (128 KB ahead at k = 512 rather than 64): base model, one
+  // thread, `tfmc translate --stats`, alternating, lower quartiles of 8-12
+  // runs, batch 16 decode 0.536 -> 0.559 s and 0.673 -> 0.722 s (two host
+  // states), batch 64 1.464 -> 1.545 s and 1.552 -> 1.997 s, batch 1
+  // level (AMD EPYC AVX-512, 2026-12-04). int8 panels are 4x smaller and
+  // keep prefetching two pairs on (32 KB ahead): one pair on was slower at
+  // batches 1 and 16.
   const int64_t total = panelCount(n);
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
     const void *panel = all + p * panelBytes;
-    const char *ahead = p + 4 <= total || !after
-                            ? all + (p + 4) * panelBytes
-                            : after + (p + 4 - total) * panelBytes;
+    const char *ahead = p + 2 <= total || !after
+                            ? all + (p + 2) * panelBytes
+                            : after + (p + 2 - total) * panelBytes;
     const float *b = bias + col;
     if (!pair && width < kPanel) {
       std::memcpy(biasTail, b, width * sizeof(float));
