@@ -51,6 +51,11 @@ inline constexpr const char *kTopkScanKernel = "tfm_rt_topk_scan";
 /// (vpmaddubsw sums pairs into int16) can never saturate: 2 · 127 · 127 <
 /// 32767. The loop kernel uses the same levels so both paths agree.
 inline constexpr int kActivationLevels = 63;
+/// Greedy search's choice (tfm.linear_argmax) for a row whose chosen logit
+/// is NaN or infinite: the model's arithmetic overflowed float32, so the
+/// row ends there and the runtime says so (runtime::kNotFiniteChoice, which
+/// a unit test checks equal).
+inline constexpr int32_t kNotFiniteChoice = -2;
 
 #define GEN_PASS_REGISTRATION
 #include "compiler/Conversion/Passes.h.inc"

@@ -334,11 +334,14 @@ decodeAll(runtime::Session &session,
       for (size_t k = first; k < end; ++k)
         out[order[k]] = std::move((*result)[k - first]);
     } else {
-      auto result = session.translate(batch, r.search);
+      auto result = session.translateGreedy(batch, r.search);
       if (!result)
         return result.takeError();
-      for (size_t k = first; k < end; ++k)
-        out[order[k]] = {{std::move((*result)[k - first]), 0.0}};
+      for (size_t k = first; k < end; ++k) {
+        runtime::GreedyRow &row = (*result)[k - first];
+        out[order[k]] = {
+            {std::move(row.ids), row.notFinite ? std::nan("") : 0.0}};
+      }
     }
   }
   return out;

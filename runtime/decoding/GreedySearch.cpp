@@ -1,10 +1,12 @@
 //===- GreedySearch.cpp - greedy decoding ---------------------------------===//
 #include "runtime/decoding/GreedySearch.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/kernels/KernelAbi.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace tfmc::runtime;
@@ -112,12 +114,11 @@ int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
   return bestTokenInOrder(logits, vocab, special, allowEos, banned);
 }
 
-std::vector<std::vector<int32_t>>
-tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
-                            const SearchOptions &options,
-                            const SpecialIds &special) {
+std::vector<GreedyRow> tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
+                                                   const SearchOptions &options,
+                                                   const SpecialIds &special) {
   int64_t rows = decoder.activeSlots();
-  std::vector<std::vector<int32_t>> outputs(rows);
+  std::vector<GreedyRow> results(rows);
   // slotRow[i]: the batch row that active slot i decodes.
   std::vector<int64_t> slotRow(rows);
   for (int64_t i = 0; i < rows; ++i)
@@ -144,7 +145,7 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
     if (fused) {
       allowEos.resize(slotRow.size());
       for (size_t i = 0; i < slotRow.size(); ++i)
-        allowEos[i] = static_cast<int64_t>(outputs[slotRow[i]].size()) >=
+        allowEos[i] = static_cast<int64_t>(results[slotRow[i]].ids.size()) >=
                       options.minLength;
       chosen = decoder.greedyStep(tokens, allowEos);
     } else {
@@ -153,7 +154,7 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
     std::vector<bool> finished(slotRow.size(), false);
     bool anyFinished = false;
     for (size_t i = 0; i < slotRow.size(); ++i) {
-      std::vector<int32_t> &out = outputs[slotRow[i]];
+      std::vector<int32_t> &out = results[slotRow[i]].ids;
       int32_t token;
       if (chosen) {
         token = chosen[i];
@@ -169,9 +170,12 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
           row = guarded.data();
         }
         token = bestToken(row, vocab, special, eosAllowed, banned);
+        if (token >= 0 && !std::isfinite(row[token]))
+          token = kNotFiniteChoice;
       }
       if (token == special.eos || token < 0) {
         finished[i] = true;
+        results[slotRow[i]].notFinite = token == kNotFiniteChoice;
       } else {
         out.push_back(token);
         tokens[i] = token;
@@ -209,5 +213,5 @@ tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
     tokens.resize(live);
     decoder.reorder(sources);
   }
-  return outputs;
+  return results;
 }

@@ -8,16 +8,24 @@
 
 namespace tfmc::runtime {
 
+/// One row's greedy output: its tokens (without bos and eos), and whether
+/// it was cut short because the logit it chose was NaN or infinite (the
+/// model's arithmetic overflowed float32).
+struct GreedyRow {
+  std::vector<int32_t> ids;
+  bool notFinite = false;
+};
+
 /// Decodes every slot of `decoder` (slot i = batch row i) greedily: the
 /// argmax of each step's logits over all tokens but pad and bos (and eos
 /// while fewer than minLength tokens are out), lowest id on ties. A row
-/// stops at eos or after its length limit (rowLengthLimit; eos included);
-/// finished rows are dropped from the batch. With repetition guards the
-/// logits are penalised and repeated n-grams barred before the argmax.
-/// Outputs exclude bos and eos.
-std::vector<std::vector<int32_t>> greedySearch(IncrementalDecoder &decoder,
-                                               const SearchOptions &options,
-                                               const SpecialIds &special);
+/// stops at eos, after its length limit (rowLengthLimit; eos included), or
+/// where the logit it chose is NaN or infinite (notFinite); finished rows
+/// are dropped from the batch. With repetition guards the logits are
+/// penalised and repeated n-grams barred before the argmax.
+std::vector<GreedyRow> greedySearch(IncrementalDecoder &decoder,
+                                    const SearchOptions &options,
+                                    const SpecialIds &special);
 
 /// The best allowed token of one row of logits (shared with beam search
 /// tests): skips pad and bos, and eos when `allowEos` is false.

@@ -1,11 +1,13 @@
-//===- ArgmaxScan.h - greedy search's choice over blocks of logits -*- C++ -*-===//
+//===- ArgmaxScan.h - greedy search's choice over blocks of logits -*- C++
+//-*-===//
 //
 // The token greedy search picks from one row of logits (DESIGN.md): the ids
 // are scanned in order, skipping those never chosen and eos while it is not
 // allowed; the first allowed id is taken, and a later one replaces it only
 // when its value is strictly greater (ties keep the lower id; a NaN never
-// replaces, and a NaN taken first stays). ArgmaxScan keeps that scan's
-// state across consecutive blocks of a row, so a fused output projection
+// replaces, and a NaN taken first stays; a choice whose value is NaN or
+// infinite is then handed over as kNotFiniteChoice). ArgmaxScan keeps that
+// scan's state across consecutive blocks of a row, so a fused output projection
 // (tfm.linear_argmax) can compute the logits a block at a time and never
 // hold the whole row.
 //
@@ -13,6 +15,9 @@
 #ifndef RUNTIME_KERNELS_ARGMAXSCAN_H
 #define RUNTIME_KERNELS_ARGMAXSCAN_H
 
+#include "runtime/kernels/KernelAbi.h"
+
+#include <cmath>
 #include <cstdint>
 
 namespace tfmc::runtime {
@@ -51,6 +56,13 @@ struct ArgmaxScan {
   /// Scans ids [first, first + count), whose values are `values[0..count)`.
   void add(const float *values, int64_t first, int64_t count,
            const ScanExclusions &excluded);
+
+  /// What the finished scan hands greedy search: `best` (-1 when nothing
+  /// was allowed), or kNotFiniteChoice when the chosen value is NaN or
+  /// infinite.
+  int32_t choice() const {
+    return best >= 0 && !std::isfinite(value) ? kNotFiniteChoice : best;
+  }
 };
 
 } // namespace tfmc::runtime

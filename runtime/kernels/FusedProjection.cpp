@@ -265,7 +265,7 @@ bool publishArgmax(TeamMeeting &meeting, std::vector<ArgmaxScan> &partial,
             },
             best))
       return false;
-    tokens[r] = best.best;
+    tokens[r] = best.choice();
   }
   return true;
 }
@@ -387,7 +387,7 @@ void linearArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   }
   int32_t *tokens = out.aligned + out.offset;
   for (int64_t r = 0; r < m; ++r)
-    tokens[r] = scans[r].best;
+    tokens[r] = scans[r].choice();
 }
 
 /// The outputs OneDnn::linearI8() gives for x (no activation), made as it
@@ -501,7 +501,7 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
       ScanExclusions e = excluded;
       e.allowEos = allowed[r] != 0;
       scan.add(values + r * n, 0, n, e);
-      tokens[r] = scan.best;
+      tokens[r] = scan.choice();
     }
   };
   if (!outputs.usable()) {
@@ -529,7 +529,7 @@ void linearArgmaxI8(OneDnn &lib, const MemRefDescriptor<3> &x,
     return;
   }
   for (int64_t r = 0; r < m; ++r)
-    tokens[r] = scans[r].best;
+    tokens[r] = scans[r].choice();
 }
 
 /// tfm.linear_topk over an int8 weight (with its per-row scales): each

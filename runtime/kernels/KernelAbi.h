@@ -33,6 +33,12 @@ enum class KernelActivation : int32_t { None = 0, Relu = 1, Gelu = 2, Silu = 3 }
 /// saturate). Must equal mlir::tfm::kActivationLevels (a unit test checks).
 constexpr int kActivationLevels = 63;
 
+/// The token greedy search's fused choice (tfm.linear_argmax) gives a row
+/// whose chosen logit is NaN or infinite (the model's arithmetic overflowed
+/// float32): the search ends the row there and says so. Must equal
+/// mlir::tfm::kNotFiniteChoice (a unit test checks).
+constexpr int32_t kNotFiniteChoice = -2;
+
 /// Whether this build has library (oneDNN) kernels.
 bool haveLibraryKernels();
 

@@ -4,6 +4,7 @@
 
 #include "frontends/model/Model.h"
 #include "runtime/decoding/BeamSearch.h"
+#include "runtime/decoding/GreedySearch.h"
 #include "runtime/decoding/IncrementalDecoder.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
@@ -136,6 +137,10 @@ public:
   /// search. Each row's result is independent of the other rows.
   llvm::Expected<TokenRows> translate(const TokenRows &sources,
                                       const SearchOptions &options);
+  /// ... and says which rows were cut short where the logit they chose was
+  /// NaN or infinite (GreedyRow::notFinite).
+  llvm::Expected<std::vector<GreedyRow>>
+  translateGreedy(const TokenRows &sources, const SearchOptions &options);
 
   /// Decodes a batch with beam search (options.beamSize >= 1); returns each
   /// row's finished hypotheses, best first, with normalised scores.

@@ -214,7 +214,20 @@ Session::translateBeam(const TokenRows &sources, const SearchOptions &options) {
       sources, options, std::max<int64_t>(options.beamSize, 1), beamSearch);
 }
 
+llvm::Expected<std::vector<GreedyRow>>
+Session::translateGreedy(const TokenRows &sources,
+                         const SearchOptions &options) {
+  return decode<std::vector<GreedyRow>>(sources, options, 1, greedySearch);
+}
+
 llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
                                              const SearchOptions &options) {
-  return decode<TokenRows>(sources, options, 1, greedySearch);
+  auto rows = translateGreedy(sources, options);
+  if (!rows)
+    return rows.takeError();
+  TokenRows ids;
+  ids.reserve(rows->size());
+  for (GreedyRow &row : *rows)
+    ids.push_back(std::move(row.ids));
+  return ids;
 }

@@ -171,6 +171,10 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       } else if (!options.scores) {
         std::vector<std::string> texts;
         noTranslation(w);
+        if (llvm::any_of(w.pieces,
+                         [](const Piece &p) { return anyScoreNaN(p.nbest); }))
+          warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
+                             kScoreNotANumber));
         for (const Piece &p : w.pieces) {
           const std::vector<int32_t> &ids =
               p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
@@ -287,11 +291,14 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       for (size_t i = 0; i < rows.size(); ++i)
         rows[i].piece->nbest = std::move((*outputs)[i]);
     } else {
-      auto outputs = session.translate(sources, options.search);
+      auto outputs = session.translateGreedy(sources, options.search);
       if (!outputs)
         return outputs.takeError();
-      for (size_t i = 0; i < rows.size(); ++i)
-        rows[i].piece->nbest = {Hypothesis{std::move((*outputs)[i]), 0.0}};
+      for (size_t i = 0; i < rows.size(); ++i) {
+        GreedyRow &row = (*outputs)[i];
+        rows[i].piece->nbest = {
+            Hypothesis{std::move(row.ids), row.notFinite ? std::nan("") : 0.0}};
+      }
     }
     for (const PieceRef &r : rows)
       --r.line->undonePieces;

@@ -26,13 +26,15 @@ inline constexpr llvm::StringLiteral kNoHypothesis =
     "repetition guards forbid every token while the minimum length still "
     "bans eos)";
 
-/// Why a translation's score is NaN: the model's arithmetic left float32's
-/// range (weights or activations too large), so its outputs are not to be
-/// trusted either. Said as a warning where scores are computed.
+/// Why a translation's score is NaN: the logits were NaN or infinite, the
+/// model's arithmetic having left float32's range (weights or activations
+/// too large), so its outputs are not to be trusted either. Greedy search
+/// without scores marks such a row with a NaN score too (it stops the row
+/// where the logit it chose is not finite). Said as a warning.
 inline constexpr llvm::StringLiteral kScoreNotANumber =
-    "the score is not a number: the model's arithmetic overflowed float32 "
-    "(weights or activations too large), so the translation is not to be "
-    "trusted";
+    "the model's outputs are not numbers (NaN or infinite logits: its "
+    "arithmetic overflowed float32, weights or activations too large), so "
+    "the translation is not to be trusted";
 
 /// Whether a score of `nbest` is NaN (the case kScoreNotANumber describes).
 inline bool anyScoreNaN(llvm::ArrayRef<Hypothesis> nbest) {

@@ -347,14 +347,23 @@ for name, tensor, fn, steps, cmd, subs in [
                      out_lines=0 if cmd is TRANSLATE else None),
          note="a NaN or infinite weight is an error naming the tensor and element "
               "(model-format.md), also after F16/BF16 widening")
+OVERFLOWING = st_tensor("linear.weight",
+                        lambda v: [max(min(x * 1e38, 3.4e38), -3.4e38) for x in v])
+NOT_NUMBERS = [f"warning: input line {i}: the model's outputs are not numbers"
+               for i in (1, 2, 3)]
 case("st-overflowing-output", "safetensors: NaN/Inf values",
-     [base(), st_tensor("linear.weight",
-                        lambda v: [max(min(x * 1e38, 3.4e38), -3.4e38) for x in v]),
-      BASE_TEXT], translate("--scores"),
-     {"exit": 0, "stdout_lines": 3,
-      "stderr_has": ["warning: input line 1: the score is not a number"]},
+     [base(), OVERFLOWING, BASE_TEXT], translate("--scores"),
+     {"exit": 0, "stdout_lines": 3, "stderr_has": NOT_NUMBERS},
      note="finite weights whose products overflow float32 at run time: the NaN "
           "scores are said, never printed silently")
+for name, extra in [("st-overflowing-output-greedy", []),
+                    ("st-overflowing-output-greedy-loops", ["--kernels=loops"]),
+                    ("st-overflowing-output-greedy-guards", ["--repetition-penalty", "1.5"])]:
+    case(name, "safetensors: NaN/Inf values", [base(), OVERFLOWING, BASE_TEXT],
+         translate(*extra), {"exit": 0, "stdout_lines": 3, "stderr_has": NOT_NUMBERS},
+         note="greedy without scores (its fused choice on both kernel paths; the "
+              "plain scan under repetition guards): a row whose chosen logit is "
+              "not finite ends there and the line is warned about")
 
 case("st-weights-missing", "safetensors: path", [base(), remove(ST)], COMPILE,
      model_error(ST, "cannot open file"))

@@ -187,15 +187,17 @@ def test_warnings_are_runtime_warnings(tmp_path):
         with pytest.raises(RuntimeWarning, match="sentence 0: no translation"):
             t.translate_ids(src, beam_size=2, no_repeat_ngram_size=1, min_length=60,
                             max_length=64, max_length_factor=0)
-    # Scores that are NaN: one warning per sentence, also for a line split
-    # into several sentences (said once, not once per part).
+    # Logits that overflow float32: one warning per sentence, with beam
+    # search (NaN scores) and greedy (a row ends where its chosen logit is
+    # not finite), also for a line split into several sentences (said once,
+    # not once per part).
     nan = tfmc.Translator(write_overflowing(fixture, str(tmp_path)))
-    for split in ("off", "on"):
+    for beam, split in ((2, "off"), (2, "on"), (1, "off"), (1, "on")):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            nan.translate(["ab。cd。ef。", "gh"], beam_size=2, split_sentences=split)
+            nan.translate(["ab。cd。ef。", "gh"], beam_size=beam, split_sentences=split)
         messages = [str(w.message) for w in caught]
         assert len(messages) == 2, messages
         for i, m in enumerate(messages):
-            assert m.startswith(f"sentence {i}: the score is not a number")
-            assert m.count("not a number") == 1
+            assert m.startswith(f"sentence {i}: the model's outputs are not numbers")
+            assert m.count("not numbers") == 1

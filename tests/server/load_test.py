@@ -187,8 +187,8 @@ def main():
         assert status == 200 and len(body["translations"]) == 2, body
         assert [w["index"] for w in body["warnings"]] == [0, 1], body
         for w in body["warnings"]:
-            assert w["warning"].startswith("the score is not a number"), body
-            assert w["warning"].count("not a number") == 1, body
+            assert w["warning"].startswith("the model's outputs are not numbers"), body
+            assert w["warning"].count("not numbers") == 1, body
         assert stop(proc) == 0
 
     # A queue that holds nothing answers 503.

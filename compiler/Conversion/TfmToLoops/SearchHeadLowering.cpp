@@ -9,6 +9,8 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Conversion/TfmToLoops/OpLowering.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tfm;
 using namespace mlir::tfm::loops;
@@ -21,7 +23,8 @@ namespace {
 
 /// Emits the scan of one row of logits ([1, 1, V]) into tokens[row]: the
 /// ids in order, skipping `never` and eos unless allow[row] is non-zero;
-/// the first allowed id is taken, a later one only when strictly greater
+/// the first allowed id is taken, a later one only when strictly greater,
+/// and a choice whose value is NaN or infinite becomes kNotFiniteChoice
 /// (ArgmaxScan.h in the runtime does the same).
 static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
                                  Operation *op, Value logits, Value never,
@@ -80,7 +83,26 @@ static void callArgmaxScanKernel(ConversionPatternRewriter &rewriter,
                   ob.create<arith::SelectOp>(loc, take, id, best[0]),
                   ob.create<arith::SelectOp>(loc, take, v, best[1])};
             });
-        k.store(found[0], out, {r});
+        // A choice whose value is NaN or infinite (not |v| < inf) is
+        // handed over as kNotFiniteChoice.
+        Value finite = ob.create<arith::CmpFOp>(
+            loc, arith::CmpFPredicate::OLT,
+            ob.create<math::AbsFOp>(loc, found[1]),
+            k.f32(std::numeric_limits<float>::infinity()));
+        Value chose = ob.create<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::sge, found[0],
+            ob.create<arith::ConstantOp>(loc, ob.getI32IntegerAttr(0)));
+        Value notFinite = ob.create<arith::AndIOp>(
+            loc, chose,
+            ob.create<arith::XOrIOp>(
+                loc, finite,
+                ob.create<arith::ConstantOp>(loc, ob.getBoolAttr(true))));
+        k.store(ob.create<arith::SelectOp>(
+                    loc, notFinite,
+                    ob.create<arith::ConstantOp>(
+                        loc, ob.getI32IntegerAttr(kNotFiniteChoice)),
+                    found[0]),
+                out, {r});
       });
 }
 

@@ -51,6 +51,19 @@ func.func @topk_bf16(%x: tensor<?x1x4xf32>, %w: tensor<10x4xbf16>, %b: tensor<10
 // LIB: call @tfm_argmax_scan
 // LIB: } else {
 // LIB: call @tfm_rt_linear_argmax(
+// The compiled scan hands a choice whose value is NaN or infinite (not
+// |v| < inf) over as kNotFiniteChoice (-2).
+// LOOPS-LABEL: func.func private @tfm_argmax_scan
+// LOOPS: %[[FOUND:.+]]:2 = scf.for
+// LOOPS: %[[ABS:.+]] = math.absf %[[FOUND]]#1 : f32
+// LOOPS: %[[INF:.+]] = arith.constant 0x7F800000 : f32
+// LOOPS: %[[FINITE:.+]] = arith.cmpf olt, %[[ABS]], %[[INF]] : f32
+// LOOPS: %[[CHOSE:.+]] = arith.cmpi sge, %[[FOUND]]#0
+// LOOPS: %[[NOT:.+]] = arith.xori %[[FINITE]]
+// LOOPS: %[[BAD:.+]] = arith.andi %[[CHOSE]], %[[NOT]] : i1
+// LOOPS: %[[CODE:.+]] = arith.constant -2 : i32
+// LOOPS: %[[TOKEN:.+]] = arith.select %[[BAD]], %[[CODE]], %[[FOUND]]#0 : i32
+// LOOPS: memref.store %[[TOKEN]]
 func.func @argmax(%x: tensor<?x1x4xf32>, %w: tensor<10x4xf32>, %b: tensor<10xf32>, %n: tensor<?xi32>, %e: index, %a: tensor<?xi32>) -> tensor<?xi32> {
   %t = tfm.linear_argmax %x, %w, %b never %n eos %e allow %a : tensor<?x1x4xf32>, tensor<10x4xf32>, tensor<10xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
   return %t : tensor<?xi32>

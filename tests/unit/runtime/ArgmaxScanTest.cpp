@@ -1,9 +1,11 @@
 //===- ArgmaxScanTest.cpp - greedy choice over blocks of logits -----------===//
-#include "runtime/decoding/GreedySearch.h"
 #include "runtime/kernels/ArgmaxScan.h"
+#include "compiler/Conversion/Passes.h"
+#include "runtime/decoding/GreedySearch.h"
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -55,8 +57,20 @@ TEST(ArgmaxScan, BlocksChooseWhatTheWholeRowScanChooses) {
       EXPECT_EQ(scan.best, expected)
           << "trial " << trial << ", vocab " << vocab << ", blocks of "
           << width;
+      // The choice handed to the search: the same id, unless its value
+      // is NaN or infinite.
+      bool finite = expected >= 0 && std::isfinite(row[expected]);
+      EXPECT_EQ(scan.choice(),
+                expected < 0 || finite ? expected : kNotFiniteChoice)
+          << "trial " << trial;
     }
   }
+}
+
+/// The compiled scan (tfm-to-loops' argmax_scan) writes the same code.
+TEST(ArgmaxScan, NotFiniteChoiceIsTheCompilersCode) {
+  EXPECT_EQ(kNotFiniteChoice, mlir::tfm::kNotFiniteChoice);
+  EXPECT_LT(kNotFiniteChoice, -1); // never an id, nor "nothing allowed"
 }
 
 TEST(ArgmaxScan, NothingAllowedChoosesNothing) {
@@ -66,6 +80,7 @@ TEST(ArgmaxScan, NothingAllowedChoosesNothing) {
   ArgmaxScan scan;
   scan.add(row, 0, 3, excluded);
   EXPECT_EQ(scan.best, -1);
+  EXPECT_EQ(scan.choice(), -1);
 }
 
 } // namespace
