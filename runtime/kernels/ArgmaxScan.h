@@ -1,5 +1,4 @@
-//===- ArgmaxScan.h - greedy search's choice over blocks of logits -*- C++
-//-*-===//
+//===- ArgmaxScan.h - greedy's choice over blocks of logits -----*- C++ -*-===//
 //
 // The token greedy search picks from one row of logits (DESIGN.md): the ids
 // are scanned in order, skipping those never chosen and eos while it is not
@@ -7,9 +6,9 @@
 // when its value is strictly greater (ties keep the lower id; a NaN never
 // replaces, and a NaN taken first stays; a choice whose value is NaN or
 // infinite is then handed over as kNotFiniteChoice). ArgmaxScan keeps that
-// scan's state across consecutive blocks of a row, so a fused output projection
-// (tfm.linear_argmax) can compute the logits a block at a time and never
-// hold the whole row.
+// scan's state across consecutive blocks of a row, so a fused output
+// projection (tfm.linear_argmax) can compute the logits a block at a time
+// and never hold the whole row.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_ARGMAXSCAN_H
