@@ -1,5 +1,4 @@
-//===- WeightCache.h - float32 copies of converted tensors on disk -*- C++
-//-*-===//
+//===- WeightCache.h - float32 copies of converted tensors ------*- C++ -*-===//
 //
 // A model stored as float16 or bfloat16 is widened to float32 when it is
 // opened. Widening is cheap; the fresh memory it fills is not: each 2 MiB

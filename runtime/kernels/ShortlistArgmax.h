@@ -1,5 +1,4 @@
-//===- ShortlistArgmax.h - greedy's choice through an int8 shortlist -*- C++
-//-*-===//
+//===- ShortlistArgmax.h - greedy's choice via int8 shortlist ---*- C++ -*-===//
 //
 // Greedy search needs only the best allowed id of each row of logits, not
 // the logits. Over a large vocabulary, reading the float32 output

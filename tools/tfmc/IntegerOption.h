@@ -1,5 +1,4 @@
-//===- IntegerOption.h - integer command-line options in decimal -*- C++
-//-*-===//
+//===- IntegerOption.h - integer options in decimal -------------*- C++ -*-===//
 #ifndef TOOLS_TFMC_INTEGEROPTION_H
 #define TOOLS_TFMC_INTEGEROPTION_H
 

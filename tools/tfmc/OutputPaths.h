@@ -1,5 +1,4 @@
-//===- OutputPaths.h - outputs that would overwrite what a run reads -*- C++
-//-*-===//
+//===- OutputPaths.h - outputs that would overwrite inputs ------*- C++ -*-===//
 //
 // Opening an output truncates it: a command notes the files it reads and
 // checks every output against them, and against its other outputs, before
