@@ -89,6 +89,16 @@ static void addWarning(Translation &t, const std::string &text) {
   t.warning += (t.warning.empty() ? "" : "; ") + text;
 }
 
+/// The warnings the search leaves a sentence that was decoded: no
+/// hypothesis (kNoHypothesis), or NaN scores (kScoreNotANumber).
+static void addSearchWarnings(Translation &t,
+                              const std::vector<runtime::Hypothesis> &nbest) {
+  if (nbest.empty())
+    addWarning(t, runtime::kNoHypothesis.str());
+  if (runtime::anyScoreNaN(nbest))
+    addWarning(t, runtime::kScoreNotANumber.str());
+}
+
 size_t api::splitSentenceCount(const std::vector<std::string> &texts) {
   size_t count = 0;
   for (const std::string &t : texts) {
@@ -337,11 +347,8 @@ decodeAll(runtime::Session &session,
       auto result = session.translateGreedy(batch, r.search);
       if (!result)
         return result.takeError();
-      for (size_t k = first; k < end; ++k) {
-        runtime::GreedyRow &row = (*result)[k - first];
-        out[order[k]] = {
-            {std::move(row.ids), row.notFinite ? std::nan("") : 0.0}};
-      }
+      for (size_t k = first; k < end; ++k)
+        out[order[k]] = {std::move((*result)[k - first])};
     }
   }
   return out;
@@ -481,10 +488,8 @@ Translator::translate(const std::vector<std::string> &sentences,
   if (!decoded)
     return R::failure(message(decoded.takeError()));
   for (size_t i = 0; i < sentences.size(); ++i) {
-    if (sources[i] && (*decoded)[i].empty())
-      addWarning(out[i], runtime::kNoHypothesis.str());
-    if (runtime::anyScoreNaN((*decoded)[i]))
-      addWarning(out[i], runtime::kScoreNotANumber.str());
+    if (sources[i])
+      addSearchWarnings(out[i], (*decoded)[i]);
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;
@@ -529,10 +534,8 @@ Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
   if (!decoded)
     return R::failure(message(decoded.takeError()));
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (rows[i] && (*decoded)[i].empty())
-      addWarning(out[i], runtime::kNoHypothesis.str());
-    if (runtime::anyScoreNaN((*decoded)[i]))
-      addWarning(out[i], runtime::kScoreNotANumber.str());
+    if (rows[i])
+      addSearchWarnings(out[i], (*decoded)[i]);
     for (runtime::Hypothesis &h : (*decoded)[i]) {
       if (static_cast<int64_t>(out[i].hypotheses.size()) >= options.nBest)
         break;

@@ -114,11 +114,12 @@ int32_t tfmc::runtime::bestToken(const float *logits, int64_t vocab,
   return bestTokenInOrder(logits, vocab, special, allowEos, banned);
 }
 
-std::vector<GreedyRow> tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
-                                                   const SearchOptions &options,
-                                                   const SpecialIds &special) {
+std::vector<Hypothesis>
+tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
+                            const SearchOptions &options,
+                            const SpecialIds &special) {
   int64_t rows = decoder.activeSlots();
-  std::vector<GreedyRow> results(rows);
+  std::vector<Hypothesis> results(rows);
   // slotRow[i]: the batch row that active slot i decodes.
   std::vector<int64_t> slotRow(rows);
   for (int64_t i = 0; i < rows; ++i)
@@ -175,7 +176,8 @@ std::vector<GreedyRow> tfmc::runtime::greedySearch(IncrementalDecoder &decoder,
       }
       if (token == special.eos || token < 0) {
         finished[i] = true;
-        results[slotRow[i]].notFinite = token == kNotFiniteChoice;
+        if (token == kNotFiniteChoice)
+          results[slotRow[i]].score = std::nan("");
       } else {
         out.push_back(token);
         tokens[i] = token;

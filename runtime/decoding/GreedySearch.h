@@ -2,30 +2,26 @@
 #ifndef RUNTIME_DECODING_GREEDYSEARCH_H
 #define RUNTIME_DECODING_GREEDYSEARCH_H
 
+#include "runtime/decoding/BeamSearch.h"
 #include "runtime/decoding/IncrementalDecoder.h"
 
 #include <vector>
 
 namespace tfmc::runtime {
 
-/// One row's greedy output: its tokens (without bos and eos), and whether
-/// it was cut short because the logit it chose was NaN or infinite (the
-/// model's arithmetic overflowed float32).
-struct GreedyRow {
-  std::vector<int32_t> ids;
-  bool notFinite = false;
-};
-
 /// Decodes every slot of `decoder` (slot i = batch row i) greedily: the
 /// argmax of each step's logits over all tokens but pad and bos (and eos
 /// while fewer than minLength tokens are out), lowest id on ties. A row
 /// stops at eos, after its length limit (rowLengthLimit; eos included), or
-/// where the logit it chose is NaN or infinite (notFinite); finished rows
-/// are dropped from the batch. With repetition guards the logits are
-/// penalised and repeated n-grams barred before the argmax.
-std::vector<GreedyRow> greedySearch(IncrementalDecoder &decoder,
-                                    const SearchOptions &options,
-                                    const SpecialIds &special);
+/// where the logit it chose is NaN or infinite (the model's arithmetic
+/// overflowed float32); finished rows are dropped from the batch. With
+/// repetition guards the logits are penalised and repeated n-grams barred
+/// before the argmax. Each row's hypothesis has its tokens (without bos
+/// and eos) and score 0 (greedy computes none), or NaN for a row cut short
+/// at a logit that is not finite.
+std::vector<Hypothesis> greedySearch(IncrementalDecoder &decoder,
+                                     const SearchOptions &options,
+                                     const SpecialIds &special);
 
 /// The best allowed token of one row of logits (shared with beam search
 /// tests): skips pad and bos, and eos when `allowEos` is false.

@@ -4,7 +4,6 @@
 
 #include "frontends/model/Model.h"
 #include "runtime/decoding/BeamSearch.h"
-#include "runtime/decoding/GreedySearch.h"
 #include "runtime/decoding/IncrementalDecoder.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
@@ -137,9 +136,9 @@ public:
   /// search. Each row's result is independent of the other rows.
   llvm::Expected<TokenRows> translate(const TokenRows &sources,
                                       const SearchOptions &options);
-  /// ... and says which rows were cut short where the logit they chose was
-  /// NaN or infinite (GreedyRow::notFinite).
-  llvm::Expected<std::vector<GreedyRow>>
+  /// ... as one hypothesis per row: score 0, or NaN for a row cut short
+  /// where the logit it chose was NaN or infinite (greedySearch()).
+  llvm::Expected<std::vector<Hypothesis>>
   translateGreedy(const TokenRows &sources, const SearchOptions &options);
 
   /// Decodes a batch with beam search (options.beamSize >= 1); returns each

@@ -214,10 +214,10 @@ Session::translateBeam(const TokenRows &sources, const SearchOptions &options) {
       sources, options, std::max<int64_t>(options.beamSize, 1), beamSearch);
 }
 
-llvm::Expected<std::vector<GreedyRow>>
+llvm::Expected<std::vector<Hypothesis>>
 Session::translateGreedy(const TokenRows &sources,
                          const SearchOptions &options) {
-  return decode<std::vector<GreedyRow>>(sources, options, 1, greedySearch);
+  return decode<std::vector<Hypothesis>>(sources, options, 1, greedySearch);
 }
 
 llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
@@ -227,7 +227,7 @@ llvm::Expected<TokenRows> Session::translate(const TokenRows &sources,
     return rows.takeError();
   TokenRows ids;
   ids.reserve(rows->size());
-  for (GreedyRow &row : *rows)
+  for (Hypothesis &row : *rows)
     ids.push_back(std::move(row.ids));
   return ids;
 }

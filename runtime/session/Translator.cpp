@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -145,9 +144,11 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
   // pieces still to translate.
   std::deque<WindowLine> window;
   int64_t undone = 0;
-  // A source left without a hypothesis (kNoHypothesis) gets no translation:
-  // an empty line, no n-best entry, or an empty sentence of a split line.
-  auto noTranslation = [&](const WindowLine &w) {
+  // What the search leaves a line to be warned about: a source without a
+  // hypothesis (kNoHypothesis) gets no translation (an empty line, no
+  // n-best entry, or an empty sentence of a split line); NaN scores
+  // (kScoreNotANumber) are said once per line.
+  auto searchWarnings = [&](const WindowLine &w) {
     for (size_t k = 0; k < w.pieces.size(); ++k)
       if (w.pieces[k].nbest.empty())
         warn(llvm::formatv("warning: input line {0}: {1}{2}\n", w.index + 1,
@@ -155,6 +156,10 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
                                ? llvm::formatv("sentence {0}: ", k + 1).str()
                                : std::string(),
                            kNoHypothesis));
+    if (llvm::any_of(w.pieces,
+                     [](const Piece &p) { return anyScoreNaN(p.nbest); }))
+      warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
+                         kScoreNotANumber));
   };
   auto writeReady = [&]() {
     bool wrote = false;
@@ -170,11 +175,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
               << "\n";
       } else if (!options.scores) {
         std::vector<std::string> texts;
-        noTranslation(w);
-        if (llvm::any_of(w.pieces,
-                         [](const Piece &p) { return anyScoreNaN(p.nbest); }))
-          warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
-                             kScoreNotANumber));
+        searchWarnings(w);
         for (const Piece &p : w.pieces) {
           const std::vector<int32_t> &ids =
               p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
@@ -186,10 +187,7 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
             << "\n";
       } else {
         const Piece &p = w.pieces.front();
-        noTranslation(w);
-        if (anyScoreNaN(p.nbest))
-          warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
-                             kScoreNotANumber));
+        searchWarnings(w);
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
           out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "
@@ -294,11 +292,8 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       auto outputs = session.translateGreedy(sources, options.search);
       if (!outputs)
         return outputs.takeError();
-      for (size_t i = 0; i < rows.size(); ++i) {
-        GreedyRow &row = (*outputs)[i];
-        rows[i].piece->nbest = {
-            Hypothesis{std::move(row.ids), row.notFinite ? std::nan("") : 0.0}};
-      }
+      for (size_t i = 0; i < rows.size(); ++i)
+        rows[i].piece->nbest = {std::move((*outputs)[i])};
     }
     for (const PieceRef &r : rows)
       --r.line->undonePieces;
