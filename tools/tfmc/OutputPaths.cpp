@@ -88,22 +88,20 @@ llvm::Error FileRoles::checkOutput(llvm::StringRef path,
   // truncated.
   if (exists && !S_ISREG(st.st_mode))
     return llvm::Error::success();
-  std::string name = absolute(path);
+  // Outputs are checked against each other too: by file where it exists
+  // (a link is the file), else by name.
+  std::string role = "the file of " + option.str();
   if (exists) {
     if (const Entry *e = find(st))
       return refuse(e->role);
-  } else {
-    for (const Entry &e : entries)
-      if (!e.name.empty() && e.name == name)
-        return refuse(e.role);
+    entries.push_back({st.st_dev, st.st_ino, "", role});
+    return llvm::Error::success();
   }
-  // Outputs are checked against each other too: by file where it exists
-  // (a link is the file), else by name.
-  if (exists)
-    entries.push_back(
-        {st.st_dev, st.st_ino, "", "the file of " + option.str()});
-  else
-    entries.push_back({0, 0, name, "the file of " + option.str()});
+  std::string name = absolute(path);
+  for (const Entry &e : entries)
+    if (!e.name.empty() && e.name == name)
+      return refuse(e.role);
+  entries.push_back({0, 0, name, role});
   return llvm::Error::success();
 }
 
