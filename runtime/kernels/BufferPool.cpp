@@ -9,8 +9,9 @@
 // come from it too: freed blocks are kept per size class and handed out
 // again, so from the second step on a decoder step makes no system
 // allocation, and the decoder's caches take the pages the encoder's
-// buffers left idle. Blocks up to kLargestHeapBlock (2 MB) come from the
-// heap; larger ones are huge-page mappings (PageMemory.h) of whole huge
+// buffers left idle. Blocks up to kLargestHeapBlock (2 MB) are "heap"
+// blocks: malloc's below 64 KiB, else the page slab's (shared huge-page
+// chunks, PageMemory.h); larger ones are huge-page mappings of whole huge
 // pages, their class kept beside them rather than in a header (a header
 // made a 4 MiB buffer touch a third huge page).
 //
@@ -174,7 +175,7 @@ public:
     for (auto [block, length] : unmapping)
       tfmc::pages::unmap(block, length);
     for (char *block : freeing)
-      std::free(block);
+      freeHeapBlock(block);
   }
 
   tfmc::runtime::PoolCounters counters() {
@@ -190,6 +191,17 @@ private:
     return tfmc::pages::mappingBytes(cls);
   }
 
+  /// Heap blocks from 64 KiB are the page slab's (huge-page chunks: a
+  /// fresh 4 KiB page costs ~10 us to fault in on a virtual machine, a
+  /// 2 MiB one less than its 512 would), smaller ones malloc's.
+  static void freeHeapBlock(char *block) {
+    size_t bytes = kHeader + *reinterpret_cast<size_t *>(block);
+    if (bytes >= tfmc::pages::kSlabMinBytes)
+      tfmc::pages::Slab::get().release(block, bytes);
+    else
+      std::free(block);
+  }
+
   void *allocateHeap(size_t cls) {
     size_t bytes = kHeader + cls;
     std::vector<std::pair<char *, size_t>> freeing;
@@ -201,8 +213,11 @@ private:
       heap.noteLive(bytes);
     }
     for (auto [block, c] : freeing)
-      std::free(block);
-    auto *block = static_cast<char *>(std::aligned_alloc(64, bytes));
+      freeHeapBlock(block);
+    auto *block =
+        static_cast<char *>(bytes >= tfmc::pages::kSlabMinBytes
+                                ? tfmc::pages::Slab::get().allocate(bytes)
+                                : std::aligned_alloc(64, bytes));
     if (!block) {
       std::lock_guard<std::mutex> lock(mutex);
       heap.live -= bytes;

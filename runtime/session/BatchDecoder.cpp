@@ -3,6 +3,8 @@
 #include "runtime/kernels/ProfileProbes.h"
 #include "runtime/kernels/StepTeam.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -49,6 +51,50 @@ char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
   return reinterpret_cast<char *>(arena.acquire(floats));
 }
 
+/// Bytes of one of a group's buffers: `elements` of `bytes` each, rounded
+/// up to 64.
+static int64_t groupMemberBytes(int64_t elements, int64_t bytes) {
+  int64_t each = 0;
+  if (llvm::MulOverflow(elements, bytes, each) ||
+      llvm::AddOverflow(each, int64_t(63), each))
+    llvm::report_bad_alloc_error("tfmc: out of memory");
+  return each & ~int64_t(63);
+}
+
+/// Whether a group's buffers of `each` bytes share one arena buffer.
+/// Larger ones are the pool's huge pages on their own, and taken one by
+/// one they fit the idle blocks the encoder left.
+static bool sharesOneBuffer(int64_t each) {
+  return each <= int64_t(DecoderArena::kPooledBytes);
+}
+
+std::vector<char *> BatchDecoder::acquireGroup(int64_t count, int64_t elements,
+                                               int64_t bytes) {
+  std::vector<char *> group;
+  int64_t each = groupMemberBytes(elements, bytes), total = 0;
+  if (!sharesOneBuffer(each)) {
+    for (int64_t i = 0; i < count; ++i)
+      group.push_back(acquire(each, 1));
+    return group;
+  }
+  if (count <= 0)
+    return group;
+  if (llvm::MulOverflow(each, count, total))
+    llvm::report_bad_alloc_error("tfmc: out of memory");
+  char *base = acquire(total, 1);
+  for (int64_t i = 0; i < count; ++i)
+    group.push_back(base + i * each);
+  return group;
+}
+
+void BatchDecoder::releaseGroup(std::vector<char *> &group) {
+  // The arena knows a group's buffers by their starts: a shared buffer by
+  // the first member's, the others are no buffer of its own and ignored.
+  for (char *buffer : group)
+    arena.release(reinterpret_cast<float *>(buffer));
+  group.clear();
+}
+
 BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
                            SourceBatch source, const BatchShape &shape,
                            DecoderArena &arena)
@@ -68,8 +114,7 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   // The self caches wait for the first step: by then the encoder's
   // buffers are idle in the pool they come from, and they take those pages
   // rather than fresh ones (DecoderArena.h).
-  for (int64_t l = 0; l < 2 * layers; ++l)
-    cross.push_back(acquire(src.rows * src.length * dModel, crossBytes));
+  cross = acquireGroup(2 * layers, src.rows * src.length * dModel, crossBytes);
   // Slot r holds row r; the other slots hold no hypothesis yet.
   slotRow.resize(slots);
   for (int64_t s = 0; s < slots; ++s)
@@ -150,17 +195,33 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
   int64_t oldRow = capacity * dModel * selfBytes,
           newRow = grown * dModel * selfBytes;
   size_t usedBytes = position * dModel * selfBytes;
-  for (char *&buffer : self) {
-    char *bigger = acquire(slots * grown * dModel, selfBytes);
+  auto copy = [&](char *to, const char *from) {
     for (int64_t s = 0; s < active; ++s)
-      std::memcpy(bigger + s * newRow, buffer + s * oldRow, usedBytes);
-    arena.release(reinterpret_cast<float *>(buffer));
-    buffer = bigger;
+      std::memcpy(to + s * newRow, from + s * oldRow, usedBytes);
+  };
+  int64_t count = static_cast<int64_t>(self.size());
+  if (!sharesOneBuffer(
+          groupMemberBytes(slots * capacity * dModel, selfBytes)) &&
+      !sharesOneBuffer(groupMemberBytes(slots * grown * dModel, selfBytes))) {
+    // Buffers of their own before and after: one at a time, so that each
+    // new one can take the pages the one before gave back.
+    for (char *&buffer : self) {
+      char *bigger = acquireGroup(1, slots * grown * dModel, selfBytes)[0];
+      copy(bigger, buffer);
+      arena.release(reinterpret_cast<float *>(buffer));
+      buffer = bigger;
+    }
+  } else {
+    // A shared buffer goes back only once every cache has left it.
+    std::vector<char *> bigger =
+        acquireGroup(count, slots * grown * dModel, selfBytes);
+    for (int64_t b = 0; b < count; ++b)
+      copy(bigger[b], self[b]);
+    releaseGroup(self);
+    self = std::move(bigger);
   }
   // Reorder scratch is sized per slot row: taken again at the next fork.
-  for (char *buffer : scratch)
-    arena.release(reinterpret_cast<float *>(buffer));
-  scratch.clear();
+  releaseGroup(scratch);
   capacity = grown;
 }
 
@@ -212,8 +273,7 @@ bool BatchDecoder::runStep(
     StepKind kind, llvm::ArrayRef<int32_t> next,
     llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
   if (self.empty())
-    for (int64_t l = 0; l < 2 * layers; ++l)
-      self.push_back(acquire(slots * capacity * dModel, selfBytes));
+    self = acquireGroup(2 * layers, slots * capacity * dModel, selfBytes);
   if (position >= capacity)
     growSelfCaches(grownCapacity(capacity, limit));
   std::copy(next.begin(), next.end(), tokens.data());
@@ -371,8 +431,8 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
   if (!forwardOnly && slots == src.rows)
     llvm::report_fatal_error("tfmc: a greedy decoder was asked to fork");
   if (!forwardOnly && saved > 0 && scratch.empty())
-    for (size_t b = 0; b < self.size(); ++b)
-      scratch.push_back(acquire(slots * rowSize, 1));
+    scratch =
+        acquireGroup(static_cast<int64_t>(self.size()), slots * rowSize, 1);
   for (size_t b = 0; b < self.size(); ++b) {
     char *data = self[b];
     if (forwardOnly) {
