@@ -51,7 +51,9 @@ struct BatchShape {
   int64_t layers = 0, dModel = 0, vocab = 0;
   /// Decoder positions each slot may fill (the batch's length limit).
   int64_t maxSteps = 1;
-  /// Positions the self caches hold at first (they grow to maxSteps).
+  /// Positions the self caches hold at first (they grow to maxSteps): the
+  /// session's initialCachePositions, or the steps the batch is sure to
+  /// run (--min-length) where more.
   int64_t initialPositions = 32;
   /// Hypotheses per row (beam size; 1 for greedy).
   int64_t slotsPerRow = 1;

@@ -208,8 +208,10 @@ private:
 
   explicit Session(frontend::Model model);
   llvm::Expected<std::unique_ptr<IncrementalDecoder>>
+  /// `sureSteps`: steps the batch is sure to run (its minimum length), so
+  /// that caches which would grow to them anyway start there.
   startDecoding(Frames &workerFrames, const TokenRows &sources,
-                int64_t maxSteps, int64_t slotsPerRow,
+                int64_t maxSteps, int64_t sureSteps, int64_t slotsPerRow,
                 llvm::function_ref<void(BatchDecoder &)> beforeEncode = {});
   llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
                        llvm::StringRef what) const;

@@ -29,7 +29,7 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
   auto start = std::chrono::steady_clock::now();
   // The decoder keeps its frames until it is destroyed.
   Frames &f = acquireFrames();
-  auto decoder = startDecoding(f, sources, maxSteps, slotsPerRow);
+  auto decoder = startDecoding(f, sources, maxSteps, 0, slotsPerRow);
   if (!decoder) {
     releaseFrames(f);
     return decoder.takeError();
@@ -42,7 +42,7 @@ Session::startDecoding(const TokenRows &sources, int64_t maxSteps,
 
 llvm::Expected<std::unique_ptr<IncrementalDecoder>>
 Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
-                       int64_t maxSteps, int64_t slotsPerRow,
+                       int64_t maxSteps, int64_t sureSteps, int64_t slotsPerRow,
                        llvm::function_ref<void(BatchDecoder &)> beforeEncode) {
   if (loaded.desc.arch.encoderOnly())
     return noDecoder(loaded, "translation");
@@ -56,7 +56,7 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
   shape.dModel = arch.dModel;
   shape.vocab = loaded.targetVocab.size();
   shape.maxSteps = maxSteps;
-  shape.initialPositions = initialCachePositions;
+  shape.initialPositions = std::max(initialCachePositions, sureSteps);
   shape.slotsPerRow = slotsPerRow;
   auto decoder = std::make_unique<BatchDecoder>(
       *workerFrames.encode, *workerFrames.decodeStep,
@@ -92,6 +92,9 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
         batchSteps,
         rowLengthLimit(effective,
                        std::min<int64_t>(s.size(), maxSourceTokens()) + 1));
+  // The row with the batch's limit runs at least this far: its caches
+  // start there rather than grow to it.
+  int64_t sureSteps = std::min(effective.minLength, batchSteps);
   auto rows = static_cast<int64_t>(sources.size());
   int64_t slots = rows * std::max<int64_t>(slotsPerRow, 1);
   bool team = false;
@@ -131,8 +134,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     // would take a member's core).
     setKernelThreads(team ? 1 : threads);
     auto start = std::chrono::steady_clock::now();
-    auto decoder = startDecoding(*leases[0], sources, batchSteps, slotsPerRow,
-                                 [&](BatchDecoder &d) {
+    auto decoder = startDecoding(*leases[0], sources, batchSteps, sureSteps,
+                                 slotsPerRow, [&](BatchDecoder &d) {
                                    if (stepTeam)
                                      d.useTeam(*stepTeam, std::move(others));
                                  });
@@ -170,8 +173,8 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     Slice &slice = slices[w];
     setKernelThreads(1);
     auto start = std::chrono::steady_clock::now();
-    auto decoder =
-        startDecoding(*leases[w], slice.sources, batchSteps, slotsPerRow);
+    auto decoder = startDecoding(*leases[w], slice.sources, batchSteps,
+                                 sureSteps, slotsPerRow);
     slice.encodeSeconds = secondsSince(start);
     if (!decoder) {
       slice.error = llvm::toString(decoder.takeError());
