@@ -238,6 +238,27 @@ private:
   int64_t dataSize;
 };
 
+/// Maps every page of a mapped file in one call where the kernel can
+/// (MADV_POPULATE_READ, Linux 5.14): loading reads all of it (checks,
+/// conversions, packing), and page by page that is one fault per 16 pages
+/// of the page cache, ~10 us each on a virtual machine (3,200 faults for
+/// a 210 MB file). Older kernels refuse the advice; the faults stay.
+void prefaultMapping(const MemoryBuffer &buffer) {
+#ifdef MADV_POPULATE_READ
+  if (buffer.getBufferKind() != MemoryBuffer::MemoryBuffer_MMap)
+    return;
+  auto page = static_cast<uintptr_t>(sys::Process::getPageSizeEstimate());
+  auto start = reinterpret_cast<uintptr_t>(buffer.getBufferStart());
+  auto end = reinterpret_cast<uintptr_t>(buffer.getBufferEnd());
+  uintptr_t first = start / page * page;
+  if (end > first)
+    (void)::madvise(reinterpret_cast<void *>(first), end - first,
+                    MADV_POPULATE_READ);
+#else
+  (void)buffer;
+#endif
+}
+
 } // namespace
 
 Expected<std::unique_ptr<SafeTensorsFile>>
@@ -247,6 +268,7 @@ SafeTensorsFile::open(StringRef path, StringRef cacheDir,
   if (!buffer)
     return buffer.takeError();
   StringRef bytes = (*buffer)->getBuffer();
+  prefaultMapping(**buffer);
   auto fail = [&](const Twine &message) -> Error {
     return createStringError(inconvertibleErrorCode(), path + ": " + message);
   };

@@ -3,6 +3,7 @@
 
 #include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
+#include "frontends/model/PageMemory.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -312,7 +313,8 @@ tfmc::runtime::prepareShortlist(const void *weight, PanelFormat format,
   sw->error.resize(n);
   sw->codeNorm.resize(n);
   sw->biasSlack.resize(n);
-  std::vector<int8_t> codes(n * k);
+  // Megabytes written once: huge pages (PageMemory.h), not 4 KiB faults.
+  tfmc::pages::Vector<int8_t> codes(n * k);
   std::vector<float> row(k);
   const double gamma = gammaOf(k), inflate = 1 + kTermSlack;
   for (int64_t c = 0; c < n; ++c) {
