@@ -146,9 +146,9 @@ private:
   /// Bytes of `elements` keys/values from the arena.
   char *acquire(int64_t elements, int64_t elementBytes);
   /// `count` buffers of `elements` keys/values each, 64-byte aligned. Up
-  /// to DecoderArena::kPooledBytes each they are cut from one arena buffer:
-  /// together they are large enough for the pool's huge pages, where each
-  /// alone would be the arena's own small pages (DecoderArena.h).
+  /// to DecoderArena::kPooledBytes each they are cut from one of the
+  /// arena's own buffers: together they are large enough for huge pages,
+  /// where each alone would be small pages (DecoderArena.h).
   std::vector<char *> acquireGroup(int64_t count, int64_t elements,
                                    int64_t elementBytes);
   /// Gives a group from acquireGroup back to the arena and empties it.

@@ -24,9 +24,10 @@
 // (Buffer::growUninitialized, mremap), keeping its touched pages, where
 // the pool's size classes would hand out new blocks. BatchDecoder asks
 // for all layers' caches of one kind at once where each is 2 MB or less
-// (acquireGroup), so a batch of 16 takes 12 MB from the pool's huge
-// pages rather than twelve 1 MB buffers of 4 KiB pages (each of which
-// costs ~10 us to fault in on a virtual machine).
+// (acquireGroup, through acquireOwn whatever the total), so a batch of 16
+// takes one 12 MB buffer of huge pages rather than twelve 1 MB buffers of
+// 4 KiB pages (each of which costs ~10 us to fault in on a virtual
+// machine), and keeps it for the next batch.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_SESSION_DECODERARENA_H
@@ -63,6 +64,12 @@ public:
       pooled.push_back(static_cast<float *>(p));
       return pooled.back();
     }
+    return acquireOwn(count);
+  }
+  /// `count` floats from the arena's own buffers whatever the size (kept
+  /// from batch to batch and grown in place; from 2 MB huge pages), until
+  /// releaseAll().
+  float *acquireOwn(size_t count) {
     Slot *best = nullptr;
     for (auto &slot : slots)
       if (!slot->used && slot->buffer.size() >= count &&
