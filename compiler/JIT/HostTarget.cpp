@@ -63,7 +63,8 @@ static void splitAfterCalls(llvm::Function &f) {
   std::vector<llvm::Instruction *> points;
   for (llvm::BasicBlock &block : f)
     for (llvm::Instruction &i : block)
-      if (llvm::isa<llvm::CallInst>(i))
+      if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i);
+          call && !call->isMustTailCall()) // one must precede its return
         points.push_back(i.getNextNode());
   // Unnamed: SplitBlock's default name grows by ".split" a block.
   for (llvm::Instruction *point : points)
