@@ -206,12 +206,11 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
   };
   int64_t count = static_cast<int64_t>(self.size());
   if (!sharesOneBuffer(
-          groupMemberBytes(slots * capacity * dModel, selfBytes)) &&
-      !sharesOneBuffer(groupMemberBytes(slots * grown * dModel, selfBytes))) {
-    // Buffers of their own before and after: one at a time, so that each
-    // new one can take the pages the one before gave back.
+          groupMemberBytes(slots * capacity * dModel, selfBytes))) {
+    // Buffers of their own, and so the larger new ones too: one at a time,
+    // so that each new one can take the pages the one before gave back.
     for (char *&buffer : self) {
-      char *bigger = acquireGroup(1, slots * grown * dModel, selfBytes)[0];
+      char *bigger = acquire(slots * grown * dModel, selfBytes);
       copy(bigger, buffer);
       arena.release(reinterpret_cast<float *>(buffer));
       buffer = bigger;
