@@ -65,7 +65,7 @@ static int64_t groupMemberBytes(int64_t elements, int64_t bytes) {
 /// Larger ones are the pool's huge pages on their own, and taken one by
 /// one they fit the idle blocks the encoder left.
 static bool sharesOneBuffer(int64_t each) {
-  return each <= int64_t(DecoderArena::kPooledBytes);
+  return each <= int64_t(DecoderArena::pooledBytes());
 }
 
 std::vector<char *> BatchDecoder::acquireGroup(int64_t count, int64_t elements,

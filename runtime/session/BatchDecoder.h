@@ -146,7 +146,7 @@ private:
   /// Bytes of `elements` keys/values from the arena.
   char *acquire(int64_t elements, int64_t elementBytes);
   /// `count` buffers of `elements` keys/values each, 64-byte aligned. Up
-  /// to DecoderArena::kPooledBytes each they are cut from one of the
+  /// to DecoderArena::pooledBytes() each they are cut from one of the
   /// arena's own buffers: together they are large enough for huge pages,
   /// where each alone would be small pages (DecoderArena.h).
   std::vector<char *> acquireGroup(int64_t count, int64_t elements,

@@ -39,6 +39,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,18 @@ class DecoderArena {
 public:
   static constexpr size_t kPooledBytes = size_t(2) << 20;
 
+  /// The size above which buffers come from the buffer pool: kPooledBytes,
+  /// unless a test lowered it (setPooledBytesForTesting) so that a small
+  /// model's caches take the paths a large batch's take.
+  static size_t pooledBytes() {
+    return pooledLimit().load(std::memory_order_relaxed);
+  }
+  /// Sets pooledBytes() for the whole process (the test's decoders must
+  /// not be running); returns the previous value.
+  static size_t setPooledBytesForTesting(size_t bytes) {
+    return pooledLimit().exchange(bytes, std::memory_order_relaxed);
+  }
+
   DecoderArena() = default;
   DecoderArena(const DecoderArena &) = delete;
   DecoderArena &operator=(const DecoderArena &) = delete;
@@ -55,7 +68,7 @@ public:
 
   /// `count` floats, 64-byte aligned, until releaseAll().
   float *acquire(size_t count) {
-    if (count > kPooledBytes / sizeof(float)) {
+    if (count > pooledBytes() / sizeof(float)) {
       if (count > SIZE_MAX / sizeof(float))
         llvm::report_bad_alloc_error("tfmc: out of memory");
       void *p = poolAllocate(count * sizeof(float));
@@ -130,6 +143,11 @@ public:
   }
 
 private:
+  static std::atomic<size_t> &pooledLimit() {
+    static std::atomic<size_t> limit{kPooledBytes};
+    return limit;
+  }
+
   void releasePooled() {
     for (float *buffer : pooled)
       poolRelease(buffer);

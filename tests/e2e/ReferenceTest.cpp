@@ -8,6 +8,7 @@
 #include "tests/e2e/Fixtures.h"
 #include "runtime/decoding/GreedySearch.h"
 #include "runtime/io/Npy.h"
+#include "runtime/session/DecoderArena.h"
 #include "runtime/session/Session.h"
 
 #include "llvm/Support/JSON.h"
@@ -360,6 +361,39 @@ TEST_P(Reference, GrowingCachesMatch) {
     auto out = grown.translateBeam(src, b.options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     expectFirstHypotheses(*out, b, b.options.nBest, b.file + " (grown)");
+  }
+}
+
+/// A layer's caches above DecoderArena::pooledBytes() (2 MiB: a batch of
+/// 64 of a base model reaches it) are each a buffer of the buffer pool,
+/// and a growth may move caches that shared one arena buffer to such
+/// buffers. The fixtures' caches are a few KB, so the limit is lowered:
+/// to nothing (every cache its own pool buffer from the first step, grown
+/// one at a time) and to 1 KiB (caches that start shared and outgrow it).
+TEST_P(Reference, PoolBufferCachesMatch) {
+  struct Limit {
+    size_t before;
+    explicit Limit(size_t bytes)
+        : before(DecoderArena::setPooledBytesForTesting(bytes)) {}
+    ~Limit() { DecoderArena::setPooledBytesForTesting(before); }
+  };
+  llvm::json::Object c = cases();
+  TokenRows src = readRows(fixturePath(name(), "src.ids"));
+  for (size_t bytes : {size_t(0), size_t(1024)}) {
+    Limit lowered(bytes);
+    for (int64_t positions :
+         {int64_t(1), SessionOptions().initialCachePositions}) {
+      Session &s =
+          session(GetParam(), frontend::ComputeType::Float32, positions);
+      SCOPED_TRACE("pooled above " + std::to_string(bytes) + " bytes, " +
+                   std::to_string(positions) + " positions at first");
+      expectGreedyCases(s, name(), c);
+      for (const BeamCase &b : readBeamCases(c, name(), src.size())) {
+        auto out = s.translateBeam(src, b.options);
+        ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+        expectFirstHypotheses(*out, b, b.options.nBest, b.file);
+      }
+    }
   }
 }
 
