@@ -1,6 +1,7 @@
 //===- linear_shapes.cpp - GFLOP/s of tfmc's linear kernels per shape -----===//
 //
-// tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot] [--zeros P]: for
+// tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot] [--zeros P]
+// [--step L]: for
 // the linear shapes (N x K) of a model with d_model D, d_ff F and a target
 // vocabulary of V (default: the base model, 512,2048,8000), M rows, runs the
 // runtime's library kernels through their C ABI (what compiled code calls:
@@ -13,6 +14,11 @@
 // (0 <= P < 1, each value on its own), as a ReLU leaves them: the packed
 // kernels skip the k steps where a whole row tile is zero.
 // Prints a markdown table of GFLOP/s (int8: GOP/s).
+// --step L instead runs the linear layers of a decoder step of L layers
+// (each layer's merged QKV, self-attention output, cross-attention query and
+// output, ff1, ff2, then the output projection) one after another, as a
+// decoder step streams them, and prints the step's GFLOP/s (median of 100
+// steps), float32 and int8, per row count.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/model/Float16.h"
@@ -21,6 +27,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +35,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace tfmc::runtime;
@@ -73,6 +81,79 @@ double timeIt(int reps, const std::function<void(int)> &call) {
   return best;
 }
 
+/// --step: the linear layers of a decoder step of `layers` layers, in order.
+int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
+              int64_t vocab, int64_t layers) {
+  struct Layer {
+    int64_t n, k;
+    std::vector<float> w, bias;
+    QuantizedMatrix q;
+  };
+  std::vector<Layer> step;
+  for (int64_t l = 0; l < layers; ++l)
+    for (auto [n, k] : {std::pair{3 * d, d}, std::pair{d, d}, std::pair{d, d},
+                        std::pair{d, d}, std::pair{ff, d}, std::pair{d, ff}})
+      step.push_back({n, k, {}, {}, {}});
+  step.push_back({vocab, d, {}, {}, {}});
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  int64_t widest = 0;
+  for (Layer &l : step) {
+    l.w.resize(l.n * l.k);
+    for (float &v : l.w)
+      v = dist(rng);
+    l.bias.assign(l.n, 0.1f);
+    l.q = quantizeRows(l.w.data(), l.n, l.k);
+    widest = std::max({widest, l.n, l.k});
+  }
+  std::printf("| decoder step, %lld layers | M | tfmc f32 GFLOP/s | tfmc int8 "
+              "(GOP/s) |\n|---|---|---|---|\n",
+              (long long)layers);
+  for (int64_t m : rowCounts) {
+    std::vector<float> x(m * widest), y(m * widest);
+    for (float &v : x)
+      v = dist(rng) * 20;
+    double flops = 0;
+    for (const Layer &l : step)
+      flops += 2.0 * m * l.n * l.k;
+    auto median = [&](bool int8) {
+      std::vector<double> times;
+      for (int rep = 0; rep < 103; ++rep) {
+        auto start = std::chrono::steady_clock::now();
+        for (Layer &l : step) {
+          MemRefDescriptor<3> xd = rows3(x.data(), m, l.k),
+                              yd = rows3(y.data(), m, l.n);
+          MemRefDescriptor<1> bd = vector1(l.bias.data(), l.n);
+          if (int8) {
+            auto wd = matrix(l.q.values.data(), l.n, l.k);
+            MemRefDescriptor<1> sd = vector1(l.q.scales.data(), l.n);
+            _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, 0);
+          } else {
+            auto wd = matrix(l.w.data(), l.n, l.k);
+            _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, 0);
+          }
+        }
+        if (rep >= 3) // the first steps pack the weights
+          times.push_back(std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+      }
+      std::nth_element(times.begin(), times.begin() + times.size() / 2,
+                       times.end());
+      return times[times.size() / 2];
+    };
+    double f32 = median(false), i8 = median(true);
+    std::string err = takeKernelError();
+    if (!err.empty()) {
+      std::fprintf(stderr, "error: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("| | %lld | %.1f | %.1f |\n", (long long)m, flops / f32 / 1e9,
+                flops / i8 / 1e9);
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -80,6 +161,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> dims = {512, 2048, 8000};
   bool hot = false;
   double zeros = -1;
+  int64_t stepLayers = 0;
   auto list = [](char *text) {
     std::vector<int64_t> values;
     for (char *s = std::strtok(text, ","); s; s = std::strtok(nullptr, ","))
@@ -94,7 +176,13 @@ int main(int argc, char **argv) {
       rowCounts = list(argv[++i]);
     else if (arg == "--dims" && i + 1 < argc)
       dims = list(argv[++i]);
-    else if (arg == "--zeros" && i + 1 < argc) {
+    else if (arg == "--step" && i + 1 < argc) {
+      stepLayers = std::atoll(argv[++i]);
+      if (stepLayers <= 0) {
+        std::fprintf(stderr, "error: --step takes a positive layer count\n");
+        return 1;
+      }
+    } else if (arg == "--zeros" && i + 1 < argc) {
       char *end = nullptr;
       zeros = std::strtod(argv[++i], &end);
       if (*end != '\0' || !(zeros >= 0 && zeros < 1)) {
@@ -104,7 +192,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "error: unknown argument '%s' (expected --rows "
-                   "M,.. --dims D,F,V --hot --zeros P)\n",
+                   "M,.. --dims D,F,V --hot --zeros P --step L)\n",
                    arg.c_str());
       return 1;
     }
@@ -126,6 +214,8 @@ int main(int argc, char **argv) {
     }
   const int64_t d = dims[0], ff = dims[1], vocab = dims[2];
   setKernelThreads(1);
+  if (stepLayers > 0)
+    return stepRates(rowCounts, d, ff, vocab, stepLayers);
   struct Shape {
     std::string name;
     int64_t n, k;
@@ -146,8 +236,9 @@ int main(int argc, char **argv) {
   std::normal_distribution<float> dist(0.0f, 0.05f);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  std::printf("| shape (N x K) | M | oneDNN f32 GFLOP/s | tfmc f32 | tfmc f16 | "
-              "tfmc int8 (GOP/s) |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| shape (N x K) | M | oneDNN f32 GFLOP/s | tfmc f32 | tfmc f16 | "
+      "tfmc int8 (GOP/s) |\n|---|---|---|---|---|---|\n");
   for (const Shape &s : shapes) {
     // About 64 MB of each type's weights, so every call streams from memory.
     auto copiesOf = [&](int64_t bytes) {

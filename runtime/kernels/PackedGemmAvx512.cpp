@@ -3,8 +3,8 @@
 // The same panels as the AVX2 kernels (PackedGemm.h), one 16-column panel
 // row per zmm register. A tile is up to 8 rows × 32 columns (two adjacent
 // panels): 16 accumulators, 2 weight loads and 8 broadcasts per k, so the
-// FMA units rather than the loads set the pace (kWideTileRows). Every output is still
-// bias + Σk x·w accumulated in k order with one FMA per k, the AVX2
+// FMA units rather than the loads set the pace (kWideTileRows). Every output is
+// still bias + Σk x·w accumulated in k order with one FMA per k, the AVX2
 // kernels' order, so both give bit-identical results. int8 panels use
 // vpdpbusd (AVX-512 VNNI): four u8×s8 products summed into int32 at once,
 // exact like the vpmaddubsw/vpmaddwd pair on 7-bit inputs.
@@ -43,8 +43,8 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
   else if constexpr (Format == PanelFormat::BF16)
     // The upper half of a float32: widen and shift (exact).
     return _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-            reinterpret_cast<const __m256i *>(
+        _mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
                 static_cast<const uint16_t *>(panel) + c * kPanel))),
         16));
   else
@@ -54,17 +54,15 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
 /// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
-/// panels at `ahead` (run() says which), at the same pace, into L2 (T1).
-/// Prefetching two pairs on into L2 against the next pair into L1 (T0): one
-/// row streamed 15.0 -> 19.6 GB/s (read bandwidth ~20), and bench/run.py
-/// float32 batch 1 1.15x, 16 1.18x, 64 1.03x tokens/s; the int8 tiles,
-/// which prefetched nothing, the same way: 1.36x / 1.19x / 1.09x (AMD EPYC
-/// AVX-512, 2026-12-03).
+/// panels at `ahead` whose bits are set in `prefetchPanels` (run() says
+/// which), a row at each step, into L1 (T0) or, with kIntoL2 set, into L2
+/// (T1).
+constexpr unsigned kIntoL2 = 4;
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
-                      const char *ahead, const float *bias, float *out,
-                      int64_t ldy) {
+                      const char *ahead, unsigned prefetchPanels,
+                      const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
   for (int p = 0; p < Panels; ++p) {
     __m512 b = _mm512_loadu_ps(bias + p * kPanel);
@@ -78,8 +76,15 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
     __m512 w[Panels];
     for (int p = 0; p < Panels; ++p) {
       const char *pp = base + p * panelBytes;
-      if constexpr (Prefetch)
-        _mm_prefetch(ahead + p * panelBytes + c * rowBytes, _MM_HINT_T1);
+      if constexpr (Prefetch) {
+        const char *line = ahead + p * panelBytes + c * rowBytes;
+        if (prefetchPanels >> p & 1) {
+          if (prefetchPanels & kIntoL2)
+            _mm_prefetch(line, _MM_HINT_T1);
+          else
+            _mm_prefetch(line, _MM_HINT_T0);
+        }
+      }
       w[p] = loadPanelRow<Format>(pp, c);
     }
     for (int r = 0; r < Rows; ++r) {
@@ -97,43 +102,50 @@ template <int Rows, int Panels, PanelFormat Format, bool Prefetch>
 TFMC_AVX512 inline void
 tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
           const void *panel, int64_t panelBytes, const char *ahead,
-          const float *bias, float *out, int64_t ldy) {
+          unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
   if (steps)
-    tile<Rows, Panels, Format, Prefetch, true>(
-        x, k, steps, count, panel, panelBytes, ahead, bias, out, ldy);
+    tile<Rows, Panels, Format, Prefetch, true>(x, k, steps, count, panel,
+                                               panelBytes, ahead,
+                                               prefetchPanels, bias, out, ldy);
   else
-    tile<Rows, Panels, Format, Prefetch, false>(
-        x, k, steps, count, panel, panelBytes, ahead, bias, out, ldy);
+    tile<Rows, Panels, Format, Prefetch, false>(x, k, steps, count, panel,
+                                                panelBytes, ahead,
+                                                prefetchPanels, bias, out, ldy);
 }
 
 /// The tile of `t`'s row count and steps.
 template <int Panels, PanelFormat Format, bool Prefetch>
-TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
-                                 const float *x, int64_t k, const void *panel,
-                                 int64_t panelBytes, const char *ahead,
-                                 const float *bias, float *out, int64_t ldy) {
+TFMC_AVX512 inline void
+tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
+         const void *panel, int64_t panelBytes, const char *ahead,
+         unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 8:
     tileSteps<8, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, bias, out, ldy);
+                                           panelBytes, ahead, prefetchPanels,
+                                           bias, out, ldy);
     break;
   case 6:
     tileSteps<6, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, bias, out, ldy);
+                                           panelBytes, ahead, prefetchPanels,
+                                           bias, out, ldy);
     break;
   case 4:
     tileSteps<4, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, bias, out, ldy);
+                                           panelBytes, ahead, prefetchPanels,
+                                           bias, out, ldy);
     break;
   case 2:
     tileSteps<2, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, bias, out, ldy);
+                                           panelBytes, ahead, prefetchPanels,
+                                           bias, out, ldy);
     break;
   default:
     tileSteps<1, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, bias, out, ldy);
+                                           panelBytes, ahead, prefetchPanels,
+                                           bias, out, ldy);
     break;
   }
 }
@@ -157,9 +169,7 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // thread, `tfmc translate --stats`, alternating, lower quartiles of 8-12
   // runs, batch 16 decode 0.536 -> 0.559 s and 0.673 -> 0.722 s (two host
   // states), batch 64 1.464 -> 1.545 s and 1.552 -> 1.997 s, batch 1
-  // level (AMD EPYC AVX-512, 2026-12-04). int8 panels are 4x smaller and
-  // keep prefetching two pairs on (32 KB ahead): one pair on was slower at
-  // batches 1 and 16.
+  // level (AMD EPYC AVX-512, 2026-12-04).
   const int64_t total = panelCount(n);
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
@@ -173,21 +183,35 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
       std::memcpy(biasTail, b, width * sizeof(float));
       b = biasTail;
     }
-    for (const RowTile &t : plan.tiles) {
+    for (size_t i = 0; i < plan.tiles.size(); ++i) {
+      const RowTile &t = plan.tiles[i];
       const float *xr = x + t.row * k;
       if (pair) {
-        // Every row tile prefetches the next pair (the later tiles' requests
-        // are mostly hits, but dropping them cost 4-10% at 16 and 64 rows).
+        // The next pair is requested once, into L1, at most a row a step:
+        // the first row tile prefetches its first panel and the second its
+        // second; a layer of one row tile prefetches both, into L2 where
+        // the tile has fewer than 4 rows (its steps are short, and L1's
+        // misses would pile up). Against every tile prefetching the whole
+        // pair into L2 (the later tiles' requests mostly hits), a harness
+        // that runs a decoder step's float32 linear layers (bench/README.md,
+        // fifteenth session), alternating, medians of 100 steps: 1.18x
+        // faster at 16 rows, 1.11x at 24, 1.07x at 32, 1.03-1.05x at 64,
+        // 1.07x at 4 and 8 (the L1 hint); at 1 row the L1 hint was level
+        // there and 1.05x slower in `translate` (AMD EPYC AVX-512,
+        // 2026-12-05).
+        unsigned prefetchPanels = plan.tiles.size() > 1 ? (i < 2 ? 1u << i : 0u)
+                                  : t.rows < 4          ? 3u | kIntoL2
+                                                        : 3u;
         float *out = y + t.row * ldy + (col - firstColumn);
-        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, ahead, b,
-                                  out, ldy);
+        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, ahead,
+                                  prefetchPanels, b, out, ldy);
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);
         float *out = full ? at : scratch;
         int64_t ld = full ? ldy : kPanel;
-        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, ahead, b,
-                                   out, ld);
+        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, ahead, 0u,
+                                   b, out, ld);
         if (!full)
           for (int i = 0; i < t.rows; ++i)
             std::memcpy(at + i * ldy, scratch + i * kPanel,
@@ -199,11 +223,13 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
 }
 
 /// Rows × (Panels · 16) int32 sums over the k groups of one or two int8
-/// panels (`panelBytes` apart).
+/// panels (`panelBytes` apart). The tile prefetches those of the next
+/// Panels panels whose bits are set in `prefetchPanels`, a row at each
+/// step, into L1.
 template <int Rows, int Panels>
-TFMC_AVX512_VNNI void tileInt8(const uint8_t *x, int64_t ldx,
-                               const int8_t *panel, int64_t panelBytes,
-                               int64_t groups, int32_t *out, int64_t ldy) {
+TFMC_AVX512_VNNI void
+tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
+         int64_t groups, unsigned prefetchPanels, int32_t *out, int64_t ldy) {
   __m512i acc[Rows][Panels];
   for (int r = 0; r < Rows; ++r)
     for (int p = 0; p < Panels; ++p)
@@ -212,8 +238,9 @@ TFMC_AVX512_VNNI void tileInt8(const uint8_t *x, int64_t ldx,
     __m512i w[Panels];
     for (int p = 0; p < Panels; ++p) {
       const int8_t *pp = panel + p * panelBytes + g * 64;
-      _mm_prefetch(reinterpret_cast<const char *>(pp + 2 * Panels * panelBytes),
-                   _MM_HINT_T1);
+      if (prefetchPanels >> p & 1)
+        _mm_prefetch(reinterpret_cast<const char *>(pp + Panels * panelBytes),
+                     _MM_HINT_T0);
       w[p] = _mm512_loadu_si512(pp);
     }
     for (int r = 0; r < Rows; ++r) {
@@ -232,22 +259,28 @@ TFMC_AVX512_VNNI void tileInt8(const uint8_t *x, int64_t ldx,
 template <int Panels>
 TFMC_AVX512_VNNI inline void
 tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
-             int64_t panelBytes, int64_t groups, int32_t *out, int64_t ldy) {
+             int64_t panelBytes, int64_t groups, unsigned prefetchPanels,
+             int32_t *out, int64_t ldy) {
   switch (rows) {
   case 8:
-    tileInt8<8, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    tileInt8<8, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
+                        ldy);
     break;
   case 6:
-    tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
+                        ldy);
     break;
   case 4:
-    tileInt8<4, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    tileInt8<4, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
+                        ldy);
     break;
   case 2:
-    tileInt8<2, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    tileInt8<2, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
+                        ldy);
     break;
   default:
-    tileInt8<1, Panels>(x, ldx, panel, panelBytes, groups, out, ldy);
+    tileInt8<1, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
+                        ldy);
     break;
   }
 }
@@ -287,19 +320,29 @@ void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
     bool full = width == kPanel;
-    for (int64_t r = 0; r < m;) {
+    for (int64_t r = 0, tileIndex = 0; r < m; ++tileIndex) {
       int rows = m - r >= kWideTileRows ? kWideTileRows
-                 : m - r >= 4       ? 4
-                 : m - r >= 2       ? 2
-                                    : 1;
+                 : m - r >= 4           ? 4
+                 : m - r >= 2           ? 2
+                                        : 1;
       const uint8_t *xr = xq + r * kp;
+      // The next pair, requested once as the float tiles request theirs
+      // (run()), into L1 at every row count: the harness of run()'s note on
+      // int8 weights, against every tile prefetching the pair two pairs on
+      // into L2, 1.14x faster at 1 row, 1.23x at 4, 1.05x at 16, 1.03x at
+      // 64; `translate --compute-type int8` 1.09x at batch 1, 1.04x at 64,
+      // 0.9-1.16x from run to run at 16 (AMD EPYC AVX-512, 2026-12-05).
+      unsigned prefetchPanels = rows == m       ? 3u
+                                : tileIndex < 2 ? 1u << tileIndex
+                                                : 0u;
       if (pair) {
-        tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups,
+        tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups, prefetchPanels,
                         acc + r * ld + col - firstColumn, ld);
       } else {
         int32_t *out = full ? acc + r * ld + col - firstColumn : scratch;
         int64_t ldOut = full ? ld : kPanel;
-        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, out, ldOut);
+        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, 1u, out,
+                        ldOut);
         if (!full)
           for (int i = 0; i < rows; ++i)
             std::memcpy(acc + (r + i) * ld + col - firstColumn,
