@@ -1,0 +1,102 @@
+//===- ReferenceCases.h - the reference's fixtures, read --------*- C++ -*-===//
+//
+// What the e2e suites share: reading a fixture's cases (tests/reference
+// wrote them: token rows, n-best lists, decoding options), one compiled
+// Session per fixture, kernel path, compute type and initial cache size,
+// and the checks that decoded outputs are the reference's.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESTS_E2E_REFERENCECASES_H
+#define TESTS_E2E_REFERENCECASES_H
+
+#include "runtime/session/Session.h"
+#include "tests/e2e/Fixtures.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace tfmc::testing {
+
+using runtime::Hypothesis;
+using runtime::SearchOptions;
+using runtime::Session;
+using runtime::TokenRows;
+
+/// Space-separated ids, one row per line.
+TokenRows readRows(const std::string &path);
+/// The file's JSON, or null when it cannot be read or parsed.
+llvm::json::Value readJson(const std::string &path);
+/// The fixtures of index.json whose cases.json has `key`: "forward" for
+/// translation models (logits, greedy, beam), "encode" for encoder states.
+std::vector<std::string> fixtureNames(llvm::StringRef key);
+
+/// The decoding options of a greedy/beam case (absent keys: off).
+void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options);
+/// A beam case's options (its n-best: all K unless it says otherwise).
+SearchOptions beamCaseOptions(const llvm::json::Object &o);
+/// A beam fixture's expected results: "i ||| ids ||| score" lines, best
+/// first per input.
+std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
+                                               size_t inputs);
+
+/// A fixture run on one kernel path: oneDNN library calls or compiled loops.
+using Case = std::tuple<std::string, bool>;
+
+/// The fixture's Session for these options, compiled once per process and
+/// shared by the tests (released before static destruction).
+Session &
+session(const Case &c,
+        frontend::ComputeType computeType = frontend::ComputeType::Float32,
+        int64_t initialCachePositions =
+            runtime::SessionOptions().initialCachePositions);
+
+/// The kernel paths this build has: loops, and the library where built
+/// with oneDNN.
+std::vector<bool> kernelPaths();
+/// "fixture_name_onednn" / "fixture_name_loops".
+std::string caseName(const ::testing::TestParamInfo<Case> &info);
+
+class Reference : public ::testing::TestWithParam<Case> {
+protected:
+  std::string name() const { return std::get<0>(GetParam()); }
+  Session &model() { return session(GetParam()); }
+  llvm::json::Object cases() {
+    llvm::json::Value v = readJson(fixturePath(name(), "cases.json"));
+    EXPECT_NE(v.getAsObject(), nullptr);
+    return v.getAsObject() ? *v.getAsObject() : llvm::json::Object();
+  }
+};
+
+/// Every greedy case of fixture `name` decoded by `session` equals the
+/// reference's output.
+void expectGreedyCases(Session &session, const std::string &name,
+                       const llvm::json::Object &cases);
+
+/// A fixture's beam cases: options, the file of the reference's results
+/// and those results.
+struct BeamCase {
+  SearchOptions options;
+  std::string file;
+  std::vector<std::vector<Hypothesis>> expected;
+};
+std::vector<BeamCase> readBeamCases(const llvm::json::Object &cases,
+                                    const std::string &fixture, size_t inputs);
+/// The first `count` hypotheses of every input equal the reference's.
+void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
+                           const BeamCase &c, size_t count,
+                           const std::string &label);
+
+/// Greedy through decode_greedy (the projection fused with the choice) and
+/// through decode_step's logits give the same tokens, with and without a
+/// minimum length.
+void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,
+                                    const std::string &label);
+
+} // namespace tfmc::testing
+
+#endif // TESTS_E2E_REFERENCECASES_H
