@@ -229,11 +229,21 @@ def main():
                                        "--batch-size", str(batch), "--threads", str(threads),
                                        "--compute-type", ct, "--stats"])
                     return tfmc_stats(err), rss
-                runs, baseline = [], []
-                for _ in range(max(1, args.repeats)):
-                    runs.append(measure(tfmc))
+                runs, baseline, paired = [], [], []
+                for i in range(max(1, args.repeats)):
+                    # Alternate which build goes first, and keep each pair's
+                    # ratio: on a host whose speed drifts from minute to
+                    # minute the median of the pairs' ratios is steadier
+                    # than the ratio of the two medians.
+                    if args.baseline and i % 2:
+                        base = float(measure(args.baseline)[0][5])
+                        runs.append(measure(tfmc))
+                    else:
+                        runs.append(measure(tfmc))
+                        base = float(measure(args.baseline)[0][5]) if args.baseline else 0
                     if args.baseline:
-                        baseline.append(float(measure(args.baseline)[0][5]))
+                        baseline.append(base)
+                        paired.append(float(runs[-1][0][5]) / base)
                 # The run with the median tokens/s stands for all.
                 runs.sort(key=lambda r: float(r[0][5]))
                 (tokens, load, jit, enc, dec, tps), rss = runs[len(runs) // 2]
@@ -242,6 +252,7 @@ def main():
                            step_ms=1000 * float(dec) / (args.steps * batches))
                 if baseline:
                     row["baseline"] = sorted(baseline)[len(baseline) // 2]
+                    row["paired"] = sorted(paired)[len(paired) // 2]
                 if pt:
                     row.update(torch=pt["tokens_per_s"], torch_rss=prss)
                 rows.append(row)
@@ -272,11 +283,12 @@ def main():
           "large float weight (the shortlist); the bound column counts those bytes.\n")
     if args.baseline:
         print(f"vs baseline: tokens/s of build/bin/tfmc over those of {args.baseline}, "
-              f"runs alternating, medians of {max(1, args.repeats)}\n")
+              f"runs alternating, medians of {max(1, args.repeats)}; paired: the median "
+              f"of each pair's ratio (the two builds' runs side by side)\n")
     print("| batch | threads | compute type | tfmc tok/s | vs float32 | PyTorch tok/s | ratio | "
           "tfmc GFLOP/s (% sgemm) | step ms (bound ms) | encoder ms/batch | tfmc peak RSS MB | "
-          "PyTorch RSS MB | load+JIT s |" + (" vs baseline |" if args.baseline else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.baseline else ""))
+          "PyTorch RSS MB | load+JIT s |" + (" vs baseline | paired |" if args.baseline else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.baseline else ""))
     base = {(r["batch"], r["threads"]): r["tfmc"] for r in rows if r["ct"] == "float32"}
     for r in rows:
         lim = limits.get(r["threads"], {})
@@ -292,7 +304,7 @@ def main():
         print(f"| {r['batch']} | {r['threads']} | {r['ct']} | {r['tfmc']:.1f} | {vs} | {torch_tps} | "
               f"{ratio} | {peak} | {r['step_ms']:.2f} ({bound}) | {1000 * r['enc']:.1f} | "
               f"{r['rss']:.0f} | {torch_rss} | {r['load']:.1f} |"
-              + (f" {r['tfmc'] / r['baseline']:.3f} |" if "baseline" in r else ""))
+              + (f" {r['tfmc'] / r['baseline']:.3f} | {r['paired']:.3f} |" if "baseline" in r else ""))
 
 
     by = {(r["batch"], r["threads"], r["ct"]): r["tfmc"] for r in rows}
