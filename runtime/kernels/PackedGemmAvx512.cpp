@@ -51,13 +51,15 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
     return _mm512_loadu_ps(static_cast<const float *>(panel) + c * kPanel);
 }
 
+/// In a tile's `prefetchPanels`: prefetch into L2 (T1) rather than L1.
+constexpr unsigned kIntoL2 = 4;
+
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
 /// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
 /// panels at `ahead` whose bits are set in `prefetchPanels` (run() says
 /// which), a row at each step, into L1 (T0) or, with kIntoL2 set, into L2
 /// (T1).
-constexpr unsigned kIntoL2 = 4;
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
