@@ -73,8 +73,6 @@ llvm::json::Value readJson(const std::string &path) {
   return std::move(*value);
 }
 
-/// The fixtures of index.json whose cases.json has `key`: "forward" for
-/// translation models (logits, greedy, beam), "encode" for encoder states.
 std::vector<std::string> fixtureNames(llvm::StringRef key) {
   std::vector<std::string> names;
   llvm::SmallString<256> index(TFMC_FIXTURES_DIR);
@@ -91,7 +89,6 @@ std::vector<std::string> fixtureNames(llvm::StringRef key) {
   return names;
 }
 
-/// The decoding options of a greedy/beam case (absent keys: off).
 void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options) {
   options.minLength = o.getInteger("min_length").value_or(0);
   options.maxLength = o.getInteger("max_length").value_or(20);
@@ -101,7 +98,6 @@ void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options) {
   options.repetitionPenalty = o.getNumber("repetition_penalty").value_or(1.0);
 }
 
-/// A beam case's options (its n-best: all K unless it says otherwise).
 SearchOptions beamCaseOptions(const llvm::json::Object &o) {
   SearchOptions options;
   readDecodingOptions(o, options);
@@ -111,8 +107,6 @@ SearchOptions beamCaseOptions(const llvm::json::Object &o) {
   return options;
 }
 
-/// A beam fixture's expected results: "i ||| ids ||| score" lines, best
-/// first per input.
 std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
                                                size_t inputs) {
   std::vector<std::vector<Hypothesis>> expected(inputs);
@@ -172,8 +166,6 @@ Session &session(const Case &c, frontend::ComputeType computeType,
   return *slot;
 }
 
-/// Every greedy case of fixture `name` decoded by `session` equals the
-/// reference's output.
 void expectGreedyCases(Session &session, const std::string &name,
                        const llvm::json::Object &cases) {
   const llvm::json::Array *greedy = cases.getArray("greedy");
@@ -215,7 +207,6 @@ std::vector<BeamCase> readBeamCases(const llvm::json::Object &cases,
   return out;
 }
 
-/// The first `count` hypotheses of every input equal the reference's.
 void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
                            const BeamCase &c, size_t count,
                            const std::string &label) {
@@ -232,9 +223,6 @@ void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
   }
 }
 
-/// Greedy through decode_greedy (the projection fused with the choice) and
-/// through decode_step's logits give the same tokens, with and without a
-/// minimum length.
 void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,
                                     const std::string &label) {
   for (int64_t minLength : {0, 4}) {
