@@ -118,17 +118,22 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
   }
 }
 
+/// Which rows of the next panel a row tile prefetches: those whose step c
+/// has (c & mask) == phase.
+struct PrefetchRows {
+  int64_t mask = 0, phase = 0;
+};
+
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
 /// start from the bias, the k loop streams the panel once, over `count`
-/// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. The first row
-/// tile of a panel (Prefetch) also prefetches the next panel at the same
-/// pace: a few percent on the base model at 16 rows; prefetching in every
-/// tile cost the bundled model 20%.
+/// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. With
+/// Prefetch, the tile also prefetches `rows` of the next panel at the same
+/// pace, into L1 (run() says which tiles, which rows).
 template <int Rows, PanelFormat Format, bool Prefetch, bool Sparse>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
-     const void *panel, const char *nextPanel, const float *bias16,
-     float *out16, int64_t ldy) {
+     const void *panel, const char *nextPanel, PrefetchRows rows,
+     const float *bias16, float *out16, int64_t ldy) {
   __m256 lo[Rows], hi[Rows];
   __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
   for (int r = 0; r < Rows; ++r) {
@@ -139,7 +144,8 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     if constexpr (Prefetch)
-      _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
+      if ((c & rows.mask) == rows.phase)
+        _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
     __m256 w0, w1;
     loadPanelRow<Format>(panel, c, w0, w1);
     for (int r = 0; r < Rows; ++r) {
@@ -157,40 +163,40 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
 template <int Rows, PanelFormat Format, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
-          const void *panel, const char *nextPanel, const float *bias16,
-          float *out16, int64_t ldy) {
+          const void *panel, const char *nextPanel, PrefetchRows rows,
+          const float *bias16, float *out16, int64_t ldy) {
   if (steps)
     tile<Rows, Format, Prefetch, true>(x, k, steps, count, panel, nextPanel,
-                                     bias16, out16, ldy);
+                                       rows, bias16, out16, ldy);
   else
     tile<Rows, Format, Prefetch, false>(x, k, steps, count, panel, nextPanel,
-                                      bias16, out16, ldy);
+                                        rows, bias16, out16, ldy);
 }
 
 /// The tile of `t`'s row count (6, 4, 2 or 1) and steps.
 template <PanelFormat Format, bool Prefetch>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
-         const void *panel, const char *nextPanel, const float *bias16,
-         float *out16, int64_t ldy) {
+         const void *panel, const char *nextPanel, PrefetchRows rows,
+         const float *bias16, float *out16, int64_t ldy) {
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 6:
-    tileSteps<6, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
-                                 out16, ldy);
+    tileSteps<6, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
+                                   bias16, out16, ldy);
     break;
   case 4:
-    tileSteps<4, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
-                                 out16, ldy);
+    tileSteps<4, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
+                                   bias16, out16, ldy);
     break;
   case 2:
-    tileSteps<2, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
-                                 out16, ldy);
+    tileSteps<2, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
+                                   bias16, out16, ldy);
     break;
   default:
-    tileSteps<1, Format, Prefetch>(x, k, steps, count, panel, nextPanel, bias16,
-                                 out16, ldy);
+    tileSteps<1, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
+                                   bias16, out16, ldy);
     break;
   }
 }
@@ -226,7 +232,16 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   alignas(32) float scratch[kNarrowTileRows * kPanel];
   alignas(32) float biasTail[kPanel] = {};
   // The next panel is prefetched; after the weight's last one, the start of
-  // `after` (the next layer's panels).
+  // `after` (the next layer's panels). The first row tile requests it,
+  // or, where the second tile is a full one, the first requests its even
+  // rows and the second its odd ones. Against the first tile alone, a
+  // decoder step's float32 layers (`tfmc-bench-linear --step 6`,
+  // TFMC_KERNEL_ISA=avx2 on an AVX-512 EPYC, 2026-12-05), alternating step
+  // by step, medians of 100 steps: 1.25x faster at 16 rows, 1.29x at 12,
+  // 1.24x at 14, 1.12x at 24, 1.09x at 32, 1.04x at 64; a short second
+  // tile (6 + 4, 6 + 2, 6 + 1 rows) gained nothing (1.03-1.11x slower).
+  const bool split =
+      plan.tiles.size() > 1 && plan.tiles[1].rows == kNarrowTileRows;
   const int64_t total = panelCount(n);
   const size_t panelBytes =
       panelElements * (Format == PanelFormat::F32 ? 4 : 2);
@@ -251,10 +266,14 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
       float *out = full ? at : scratch;
       int64_t ld = full ? ldy : kPanel;
       const float *xr = x + t.row * k;
-      if (t.row == 0)
-        tileRows<Format, true>(plan, t, xr, k, panel, nextPanel, b, out, ld);
+      if (&t == &plan.tiles[0] || (split && &t == &plan.tiles[1]))
+        tileRows<Format, true>(plan, t, xr, k, panel, nextPanel,
+                               split ? PrefetchRows{1, t.row == 0 ? 0 : 1}
+                                     : PrefetchRows{},
+                               b, out, ld);
       else
-        tileRows<Format, false>(plan, t, xr, k, panel, nextPanel, b, out, ld);
+        tileRows<Format, false>(plan, t, xr, k, panel, nextPanel,
+                                PrefetchRows{}, b, out, ld);
       if (!full)
         for (int i = 0; i < t.rows; ++i)
           std::memcpy(at + i * ldy, scratch + i * kPanel,
