@@ -128,15 +128,8 @@ TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
     auto plain = s.translateBeam(src, unfused);
     ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
     ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-    ASSERT_EQ(fused->size(), plain->size());
-    for (size_t r = 0; r < plain->size(); ++r) {
-      ASSERT_EQ((*fused)[r].size(), (*plain)[r].size()) << "beam " << beam;
-      for (size_t h = 0; h < (*plain)[r].size(); ++h) {
-        EXPECT_EQ((*fused)[r][h].ids, (*plain)[r][h].ids) << "beam " << beam;
-        EXPECT_EQ((*fused)[r][h].score, (*plain)[r][h].score)
-            << "beam " << beam;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expectSameHypotheses(*fused, *plain, "beam " + std::to_string(beam)));
   }
 }
 

@@ -223,6 +223,21 @@ void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
   }
 }
 
+void expectSameHypotheses(const std::vector<std::vector<Hypothesis>> &got,
+                          const std::vector<std::vector<Hypothesis>> &want,
+                          const std::string &label) {
+  ASSERT_EQ(got.size(), want.size()) << label;
+  for (size_t r = 0; r < want.size(); ++r) {
+    ASSERT_EQ(got[r].size(), want[r].size()) << label << " row " << r;
+    for (size_t k = 0; k < want[r].size(); ++k) {
+      EXPECT_EQ(got[r][k].ids, want[r][k].ids)
+          << label << " row " << r << " rank " << k;
+      EXPECT_EQ(got[r][k].score, want[r][k].score)
+          << label << " row " << r << " rank " << k;
+    }
+  }
+}
+
 void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,
                                     const std::string &label) {
   for (int64_t minLength : {0, 4}) {

@@ -91,6 +91,12 @@ void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
                            const BeamCase &c, size_t count,
                            const std::string &label);
 
+/// `got` holds, input by input, the same hypotheses as `want`: the same
+/// ids and the same scores, bit for bit.
+void expectSameHypotheses(const std::vector<std::vector<Hypothesis>> &got,
+                          const std::vector<std::vector<Hypothesis>> &want,
+                          const std::string &label);
+
 /// Greedy through decode_greedy (the projection fused with the choice) and
 /// through decode_step's logits give the same tokens, with and without a
 /// minimum length.

@@ -74,15 +74,7 @@ TEST_P(Reference, FusedStepsEqualSearchesOverTheLogits) {
     auto plain = model().translateBeam(src, unfused);
     ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
     ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-    ASSERT_EQ(fused->size(), plain->size());
-    for (size_t r = 0; r < plain->size(); ++r) {
-      ASSERT_EQ((*fused)[r].size(), (*plain)[r].size())
-          << c.file << " row " << r;
-      for (size_t k = 0; k < (*plain)[r].size(); ++k) {
-        EXPECT_EQ((*fused)[r][k].ids, (*plain)[r][k].ids) << c.file;
-        EXPECT_EQ((*fused)[r][k].score, (*plain)[r][k].score) << c.file;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(expectSameHypotheses(*fused, *plain, c.file));
   }
   expectFusedGreedyEqualsUnfused(model(), src, "greedy");
 }

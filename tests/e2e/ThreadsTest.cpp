@@ -125,15 +125,7 @@ TEST_P(Threads, TeamStepsEqualOneThread) {
       auto beams = (*opened)->translateBeam(few, beam);
       ASSERT_TRUE(static_cast<bool>(beams))
           << llvm::toString(beams.takeError());
-      ASSERT_EQ(beams->size(), beamOne->size());
-      for (size_t i = 0; i < few.size(); ++i) {
-        ASSERT_EQ((*beams)[i].size(), (*beamOne)[i].size()) << "row " << i;
-        for (size_t k = 0; k < (*beamOne)[i].size(); ++k) {
-          EXPECT_EQ((*beams)[i][k].ids, (*beamOne)[i][k].ids) << "row " << i;
-          EXPECT_EQ((*beams)[i][k].score, (*beamOne)[i][k].score)
-              << "row " << i;
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(expectSameHypotheses(*beams, *beamOne, "beam"));
     }
   }
 }
