@@ -260,15 +260,16 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
       std::memcpy(biasTail, b, width * sizeof(float));
       b = biasTail;
     }
-    for (const RowTile &t : plan.tiles) {
+    for (size_t tileIndex = 0; tileIndex < plan.tiles.size(); ++tileIndex) {
+      const RowTile &t = plan.tiles[tileIndex];
       bool full = width == kPanel;
       float *at = y + t.row * ldy + (col - firstColumn);
       float *out = full ? at : scratch;
       int64_t ld = full ? ldy : kPanel;
       const float *xr = x + t.row * k;
-      if (&t == &plan.tiles[0] || (split && &t == &plan.tiles[1]))
+      if (tileIndex == 0 || (split && tileIndex == 1))
         tileRows<Format, true>(plan, t, xr, k, panel, nextPanel,
-                               split ? PrefetchRows{1, t.row == 0 ? 0 : 1}
+                               split ? PrefetchRows{1, int64_t(tileIndex)}
                                      : PrefetchRows{},
                                b, out, ld);
       else

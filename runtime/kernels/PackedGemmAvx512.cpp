@@ -185,8 +185,8 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
       std::memcpy(biasTail, b, width * sizeof(float));
       b = biasTail;
     }
-    for (size_t i = 0; i < plan.tiles.size(); ++i) {
-      const RowTile &t = plan.tiles[i];
+    for (size_t tileIndex = 0; tileIndex < plan.tiles.size(); ++tileIndex) {
+      const RowTile &t = plan.tiles[tileIndex];
       const float *xr = x + t.row * k;
       if (pair) {
         // The next pair is requested once, into L1, at most a row a step:
@@ -201,9 +201,10 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // 1.07x at 4 and 8 (the L1 hint); at 1 row the L1 hint was level
         // there and 1.05x slower in `translate` (AMD EPYC AVX-512,
         // 2026-12-05).
-        unsigned prefetchPanels = plan.tiles.size() > 1 ? (i < 2 ? 1u << i : 0u)
-                                  : t.rows < 4          ? 3u | kIntoL2
-                                                        : 3u;
+        unsigned prefetchPanels = plan.tiles.size() > 1
+                                      ? (tileIndex < 2 ? 1u << tileIndex : 0u)
+                                  : t.rows < 4 ? 3u | kIntoL2
+                                               : 3u;
         float *out = y + t.row * ldy + (col - firstColumn);
         tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, ahead,
                                   prefetchPanels, b, out, ldy);
