@@ -3,8 +3,15 @@
 // What a profile compares each op against (tfmc profile) and what the
 // benchmark's ratios are taken to (tfmc-bench-machine): the float32 GEMM
 // rate of oneDNN's sgemm on 1024^3 and the memory bandwidth of reading a
-// buffer far larger than the caches, both best of a few runs, with the
-// threads given.
+// buffer far larger than the caches (huge pages, vector loads into
+// independent sums, each thread its own slice), both best of a few runs,
+// with the threads given.
+//
+// History (2026-12-05): the read was one thread's scalar sum in order,
+// which the compiler may not vectorise: its adds, not the memory, set the
+// pace (25-27 GB/s whatever the buffer's size, on an EPYC VM whose memory
+// gives one core 29-45 GB/s and two ~55), so the weight-streaming bound was
+// ~1.5x too loose and two threads "read" 1.02x what one did.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_MACHINEPROBE_H
@@ -19,7 +26,8 @@ struct MachineLimits {
   int threads = 1;
   /// sgemm GFLOP/s; 0 in a build without oneDNN (not measured).
   double sgemmGflops = 0;
-  /// GB/s summing a buffer (read) and memcpy-ing it (copy: bytes copied).
+  /// GB/s summing a buffer (read; all threads) and memcpy-ing it (copy:
+  /// bytes copied; one thread).
   double readGBs = 0, copyGBs = 0;
 };
 
