@@ -152,3 +152,70 @@ TEST(BufferPool, KeepsHeapBlocksUpToTheirPeak) {
   for (void *p : second)
     pool.release(p);
 }
+
+TEST(BufferPool, SmallerBlocksTakeThePagesOfALargerIdleOne) {
+  Pool pool;
+  // A batch's FFN rows (24 MB) freed, then blocks of another class, as the
+  // next layer's attention asks for them: they take the idle block's pages
+  // piece by piece (moved, so they still hold what was written there)
+  // rather than map fresh pages, and nothing is unmapped to make room.
+  constexpr size_t kBig = 24 * MB, kSmall = 6 * MB;
+  auto *big = static_cast<unsigned char *>(pool.allocate(kBig));
+  ASSERT_NE(big, nullptr);
+  for (size_t i = 0; i < kBig; i += 4096)
+    big[i] = static_cast<unsigned char>(1 + (i / kSmall));
+  pool.release(big);
+  PoolCounters before = bufferPoolCounters();
+  std::vector<unsigned char *> small;
+  std::vector<int> seen;
+  for (int b = 0; b < 4; ++b) {
+    auto *p = static_cast<unsigned char *>(pool.allocate(kSmall));
+    ASSERT_NE(p, nullptr);
+    small.push_back(p);
+    // Fresh pages read as zero; moved ones hold one piece's mark.
+    unsigned char mark = p[0];
+    for (size_t i = 0; i < kSmall; i += 4096)
+      ASSERT_EQ(p[i], mark) << "block " << b << " byte " << i;
+    seen.push_back(mark);
+    PoolCounters c = bufferPoolCounters();
+    EXPECT_EQ(c.liveMapped + c.idleMapped,
+              before.liveMapped + before.idleMapped)
+        << "after block " << b;
+  }
+  // Split in place, the front first: no page moved, no mapping made.
+  EXPECT_EQ(small[0], big);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 4}));
+  for (unsigned char *p : small)
+    pool.release(p);
+  expectWithinPeak("after the small blocks");
+}
+
+TEST(BufferPool, ALargerBlockGathersSmallerIdleOnesAndPartOfAnother) {
+  Pool pool;
+  // Two idle 6 MB blocks (the encoder's rows) and an 8 MB request (a
+  // decoder cache): one moves in whole, the other gives its front 2 MB;
+  // no fresh page, nothing unmapped.
+  constexpr size_t kSmall = 6 * MB, kCache = 8 * MB;
+  unsigned char *blocks[2];
+  for (int b = 0; b < 2; ++b) {
+    blocks[b] = static_cast<unsigned char *>(pool.allocate(kSmall));
+    ASSERT_NE(blocks[b], nullptr);
+    for (size_t i = 0; i < kSmall; i += 4096)
+      blocks[b][i] = static_cast<unsigned char>(1 + b);
+  }
+  for (unsigned char *b : blocks)
+    pool.release(b);
+  PoolCounters before = bufferPoolCounters();
+  auto *cache = static_cast<unsigned char *>(pool.allocate(kCache));
+  ASSERT_NE(cache, nullptr);
+  for (size_t i = 0; i < kCache; i += 4096)
+    ASSERT_NE(cache[i], 0) << "a fresh page at byte " << i;
+  EXPECT_NE(cache[0], cache[kCache - 4096]) << "both blocks give pages";
+  PoolCounters after = bufferPoolCounters();
+  EXPECT_EQ(after.liveMapped + after.idleMapped,
+            before.liveMapped + before.idleMapped);
+  EXPECT_EQ(after.idleMapped, before.idleMapped - kCache);
+  pool.release(cache);
+  expectWithinPeak("after the cache");
+}
