@@ -17,7 +17,10 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
     scores in a [heads, keys] scratch row, an exact softmax per head),
     otherwise one nest per (row, head, query) with an online softmax over
     blocks of 16 keys; no [batch, heads, q, k] score tensor is ever stored. Intermediate buffers are
-    allocated in the function and freed before it returns.
+    allocated in the function and freed right after their last use; a
+    result computed into a buffer of its own is computed in its destination
+    argument instead (no buffer, no copy) when nothing uses the buffer after
+    the copy the return would make.
 
     With `use-library-calls`, `tfm.linear` becomes a call of the runtime's
     `tfm_rt_linear` (C interface; oneDNN matmul with bias and activation)

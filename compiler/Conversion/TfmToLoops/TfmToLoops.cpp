@@ -2,13 +2,15 @@
 //
 // The pass: functions to destination-passing style, tensors to memrefs, and
 // every tfm op to a loop nest over memrefs (the ops' lowerings live in
-// EmbeddingLowering, LinearLowering, RowOpLowering and AttentionLowering).
+// EmbeddingLowering, LinearLowering, RowOpLowering and AttentionLowering;
+// where the entry functions' own buffers live: FunctionBuffers).
 // Loops are ordered so that the innermost one walks contiguous memory (LLVM
 // vectorises it); reductions carry reassociation flags so they vectorise
 // too.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/TfmToLoops/FunctionBuffers.h"
 #include "compiler/Conversion/TfmToLoops/OpLowering.h"
 #include "dialects/tfm/IR/TfmOps.h"
 
@@ -113,35 +115,6 @@ public:
   }
 };
 
-/// Frees every buffer allocated by the lowering right after its last use in
-/// the block that allocated it (uses through memref.cast views count), so a
-/// function's peak memory is its live intermediate buffers, not all of them.
-/// Lowered tfm ops sit directly in function bodies, so every use lies in
-/// (or is nested in an op of) that block.
-static void freeBuffers(ModuleOp module) {
-  module.walk([](memref::AllocOp alloc) {
-    Block *block = alloc->getBlock();
-    Operation *last = alloc;
-    SmallVector<Value> views{alloc.getResult()};
-    while (!views.empty()) {
-      Value v = views.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        if (auto cast = dyn_cast<memref::CastOp>(user))
-          views.push_back(cast.getResult());
-        Operation *inBlock = block->findAncestorOpInBlock(*user);
-        if (inBlock && last->isBeforeInBlock(inBlock))
-          last = inBlock;
-      }
-    }
-    OpBuilder b(alloc->getContext());
-    if (last->hasTrait<OpTrait::IsTerminator>())
-      b.setInsertionPoint(last);
-    else
-      b.setInsertionPointAfter(last);
-    b.create<memref::DeallocOp>(alloc.getLoc(), alloc.getResult());
-  });
-}
-
 struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
   using TfmToLoopsBase::TfmToLoopsBase;
   void runOnOperation() override {
@@ -168,7 +141,8 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
-    freeBuffers(getOperation());
+    loops::forwardResults(getOperation());
+    loops::freeBuffers(getOperation());
   }
 };
 

@@ -4,17 +4,18 @@
 // Beam search's candidates fused into the output projection. As loops: row
 // by row, the linear loop kernel makes the row's logits into a one-row
 // buffer, then the runtime's candidate scan (the TopKScan beam search uses
-// over decode_step's logits) writes the row's values and ids; the [rows,
-// count] results are allocated from the count input.
+// over decode_step's logits) writes the row's values and ids straight into
+// the [rows, count] result arguments.
 // LOOPS-LABEL: func.func @topk
-// LOOPS-SAME: %{{[^:]+}}: index, %{{[^:]+}}: memref<?xi32>, %[[K:[^:]+]]: index
-// LOOPS: %[[VALUES:.+]] = memref.alloc(%{{.+}}, %[[K]]) {alignment = 64 : i64} : memref<?x?xf32>
-// LOOPS: %[[IDS:.+]] = memref.alloc(%{{.+}}, %[[K]]) {alignment = 64 : i64} : memref<?x?xi32>
+// LOOPS-SAME: %{{[^:]+}}: index, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: index, %[[VALUES:[^:]+]]: memref<?x?xf32>, %[[IDS:[^:]+]]: memref<?x?xi32>)
 // LOOPS: %[[LOGITS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x10xf32>
 // LOOPS: scf.for %[[R:.+]] = %{{.+}} to
 // LOOPS: call @tfm_linear_none
 // LOOPS: %[[R64:.+]] = arith.index_cast %[[R]] : index to i64
-// LOOPS: call @tfm_rt_topk_scan(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[R64]], %{{.+}}, %{{.+}}) : (memref<?x?x?xf32>, memref<?xi32>, i64, memref<?xi32>, i64, memref<?x?xf32>, memref<?x?xi32>) -> ()
+// LOOPS: %[[VC:.+]] = memref.cast %[[VALUES]]
+// LOOPS: %[[IC:.+]] = memref.cast %[[IDS]]
+// LOOPS: call @tfm_rt_topk_scan(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[R64]], %[[VC]], %[[IC]]) : (memref<?x?x?xf32>, memref<?xi32>, i64, memref<?xi32>, i64, memref<?x?xf32>, memref<?x?xi32>) -> ()
+// LOOPS-NOT: memref.copy
 // LOOPS: func.func private @tfm_rt_topk_scan({{.+}}) attributes {llvm.emit_c_interface}
 // With library calls: below 8 rows the same loops, from 8 the runtime's
 // fused kernel (logits a cache-sized block at a time, never stored).

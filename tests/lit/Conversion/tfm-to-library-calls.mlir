@@ -3,12 +3,13 @@
 
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: (%[[X:.+]]: memref<?x?x8xf32>, %[[W:.+]]: memref<16x8xf32>, %[[B:.+]]: memref<16xf32>, %[[OUT:.+]]: memref<?x?x16xf32>)
+// CHECK-NOT: memref.alloc
 // CHECK-DAG: %[[GELU:.+]] = arith.constant 2 : i32
-// CHECK-DAG: %[[BUF:.+]] = memref.alloc
 // CHECK-DAG: %[[XC:.+]] = memref.cast %[[X]] : memref<?x?x8xf32> to memref<?x?x?xf32>
 // CHECK-DAG: %[[WC:.+]] = memref.cast %[[W]] : memref<16x8xf32> to memref<?x?xf32>
-// CHECK: call @tfm_rt_linear(%[[XC]], %[[WC]], %{{.+}}, %{{.+}}, %[[GELU]])
-// CHECK: memref.copy %[[BUF]], %[[OUT]]
+// CHECK-DAG: %[[YC:.+]] = memref.cast %[[OUT]] : memref<?x?x16xf32> to memref<?x?x?xf32>
+// CHECK: call @tfm_rt_linear(%[[XC]], %[[WC]], %{{.+}}, %[[YC]], %[[GELU]])
+// CHECK-NOT: memref.copy
 // CHECK: func.func private @tfm_rt_linear({{.+}}) attributes {llvm.emit_c_interface}
 func.func @linear(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<?x?x16xf32> {
   %y = tfm.linear gelu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>

@@ -2,13 +2,12 @@
 
 // Destination-passing style: the result becomes a trailing argument that
 // keeps the result's attributes; the op becomes a call to an outlined
-// kernel; the intermediate buffer is freed.
+// kernel, which writes the result there (no buffer of its own, no copy).
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: (%[[X:.+]]: memref<?x?x8xf32>, %[[W:.+]]: memref<16x8xf32>, %[[B:.+]]: memref<16xf32>, %[[OUT:.+]]: memref<?x?x16xf32> {tfm.output = "y"})
-// CHECK: %[[BUF:.+]] = memref.alloc(%{{.+}}, %{{.+}}) {alignment = 64 : i64} : memref<?x?x16xf32>
-// CHECK: call @tfm_linear_relu.DxDx8.16x8.16.DxDx16(%[[X]], %[[W]], %[[B]], %[[BUF]])
-// CHECK: memref.copy %[[BUF]], %[[OUT]]
-// CHECK: memref.dealloc %[[BUF]]
+// CHECK-NOT: memref.alloc
+// CHECK: call @tfm_linear_relu.DxDx8.16x8.16.DxDx16(%[[X]], %[[W]], %[[B]], %[[OUT]])
+// CHECK-NOT: memref.copy
 // CHECK: return
 // CHECK: func.func private @tfm_linear_relu.DxDx8.16x8.16.DxDx16
 // CHECK-SAME: passthrough = ["noinline"]
@@ -21,6 +20,22 @@
 func.func @linear(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<?x?x16xf32> {tfm.output = "y"}) {
   %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
   return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// A result returned twice is computed in the last destination and copied
+// from there into the first; an argument returned as it is is copied.
+// CHECK-LABEL: func.func @returned_twice
+// CHECK-SAME: %[[X:[^:]+]]: memref<?x?x8xf32>, %{{[^:]+}}: memref<16x8xf32>, %{{[^:]+}}: memref<16xf32>, %[[Y0:[^:]+]]: memref<?x?x16xf32>, %[[Y1:[^:]+]]: memref<?x?x16xf32>, %[[XOUT:[^:]+]]: memref<?x?x8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: call @tfm_linear_relu{{[^(]*}}(%[[X]], %{{.+}}, %{{.+}}, %[[Y1]])
+// CHECK: memref.copy %[[Y1]], %[[Y0]]
+// CHECK: memref.copy %[[X]], %[[XOUT]]
+// CHECK-NEXT: return
+func.func @returned_twice(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>) {
+  %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x?x16xf32>
+  return %y, %y, %x : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x8xf32>
 }
 
 // -----
@@ -149,15 +164,15 @@ func.func @embed(%ids: tensor<?x?xi32>, %t: tensor<40x8xf32>, %pe: tensor<64x8xf
 // -----
 
 // A buffer is freed right after its last use, not at the end of the
-// function: peak memory is the live intermediates only.
+// function: peak memory is the live intermediates only. The last layer
+// writes the result argument.
 // CHECK-LABEL: func.func @early_free
+// CHECK-SAME: %[[OUT:[^:]+]]: memref<?x?x8xf32>)
 // CHECK: %[[A:.+]] = memref.alloc
 // CHECK: call @tfm_linear_relu{{[^(]*}}(%{{.+}}, %{{.+}}, %{{.+}}, %[[A]])
-// CHECK: %[[B:.+]] = memref.alloc
-// CHECK: call @tfm_linear_relu{{[^(]*}}(%[[A]], %{{.+}}, %{{.+}}, %[[B]])
+// CHECK: call @tfm_linear_relu{{[^(]*}}(%[[A]], %{{.+}}, %{{.+}}, %[[OUT]])
 // CHECK-NEXT: memref.dealloc %[[A]]
-// CHECK: memref.copy %[[B]]
-// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK-NEXT: return
 func.func @early_free(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<?x?x8xf32> {
   %y = tfm.linear relu %x, %w, %b : tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
   %z = tfm.linear relu %y, %w, %b : tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x?x8xf32>
