@@ -207,58 +207,76 @@ def main():
     fpt = flops_per_token(arch, args.src_len, args.steps, tgt_vocab)
     wbytes = weight_bytes_per_step(arch, tgt_vocab)
 
+    thread_counts = [int(x) for x in args.threads.split(",")]
     rows = []
-    for threads in [int(x) for x in args.threads.split(",")]:
-        for batch in [int(x) for x in args.batches.split(",")]:
-            n = args.sentences or (4 if batch == 1 else batch)
-            batches = -(-n // batch)  # the last one may be partial
-            inp = os.path.join(args.work, f"src-{n}.ids")
-            with open(src) as f, open(inp, "w") as g:
-                g.writelines(f.readlines()[:n])
-            pt = None
-            if not args.skip_pytorch:
+    # (batch, ct) -> {threads: [tokens/s of each repeat]}: the thread counts'
+    # runs alternate within each repeat, so their ratios pair up too.
+    tps_by_repeat = {}
+    for batch in [int(x) for x in args.batches.split(",")]:
+        n = args.sentences or (4 if batch == 1 else batch)
+        batches = -(-n // batch)  # the last one may be partial
+        inp = os.path.join(args.work, f"src-{n}.ids")
+        with open(src) as f, open(inp, "w") as g:
+            g.writelines(f.readlines()[:n])
+        torch = {}
+        if not args.skip_pytorch:
+            for threads in thread_counts:
                 out, _, prss = run([PY, os.path.join(ROOT, "bench", "pytorch_eager.py"), "--model",
                                     model_dir, "--src", inp, "--batch-size", str(batch),
                                     "--steps", str(args.steps), "--threads", str(threads)])
-                pt = json.loads(out)
-            for ct in args.compute_types.split(","):
-                def measure(binary):
-                    _, err, rss = run([binary, "translate", os.path.join(model_dir, "model.json"),
-                                       "--ids", "-i", inp, "--min-length", str(args.steps),
-                                       "--max-length", str(args.steps), "--max-length-factor", "0",
-                                       "--batch-size", str(batch), "--threads", str(threads),
-                                       "--compute-type", ct, "--stats"])
-                    return tfmc_stats(err), rss
-                runs, baseline, paired = [], [], []
-                for i in range(max(1, args.repeats)):
-                    # Alternate which build goes first, and keep each pair's
-                    # ratio: on a host whose speed drifts from minute to
-                    # minute the median of the pairs' ratios is steadier
-                    # than the ratio of the two medians.
+                torch[threads] = (json.loads(out), prss)
+        for ct in args.compute_types.split(","):
+            def measure(binary, threads):
+                _, err, rss = run([binary, "translate", os.path.join(model_dir, "model.json"),
+                                   "--ids", "-i", inp, "--min-length", str(args.steps),
+                                   "--max-length", str(args.steps), "--max-length-factor", "0",
+                                   "--batch-size", str(batch), "--threads", str(threads),
+                                   "--compute-type", ct, "--stats"])
+                return tfmc_stats(err), rss
+            runs = {t: [] for t in thread_counts}
+            baseline = {t: [] for t in thread_counts}
+            paired = {t: [] for t in thread_counts}
+            for i in range(max(1, args.repeats)):
+                # The thread counts take turns (first one way, then the
+                # other), and so do the two builds: on a host whose speed
+                # drifts from minute to minute the median of the pairs'
+                # ratios is steadier than the ratio of two medians taken
+                # minutes apart.
+                for threads in (thread_counts if i % 2 == 0 else thread_counts[::-1]):
                     if args.baseline and i % 2:
-                        base = float(measure(args.baseline)[0][5])
-                        runs.append(measure(tfmc))
+                        base = float(measure(args.baseline, threads)[0][5])
+                        runs[threads].append(measure(tfmc, threads))
                     else:
-                        runs.append(measure(tfmc))
-                        base = float(measure(args.baseline)[0][5]) if args.baseline else 0
+                        runs[threads].append(measure(tfmc, threads))
+                        base = (float(measure(args.baseline, threads)[0][5])
+                                if args.baseline else 0)
                     if args.baseline:
-                        baseline.append(base)
-                        paired.append(float(runs[-1][0][5]) / base)
+                        baseline[threads].append(base)
+                        paired[threads].append(float(runs[threads][-1][0][5]) / base)
+            tps_by_repeat[(batch, ct)] = {t: [float(r[0][5]) for r in runs[t]]
+                                          for t in thread_counts}
+            for threads in thread_counts:
                 # The run with the median tokens/s stands for all.
-                runs.sort(key=lambda r: float(r[0][5]))
-                (tokens, load, jit, enc, dec, tps), rss = runs[len(runs) // 2]
-                row = dict(batch=batch, threads=threads, ct=ct, tfmc=float(tps), load=float(load),
-                           jit=float(jit), enc=float(enc) / batches, rss=rss,
-                           step_ms=1000 * float(dec) / (args.steps * batches))
-                if baseline:
-                    row["baseline"] = sorted(baseline)[len(baseline) // 2]
-                    row["paired"] = sorted(paired)[len(paired) // 2]
-                if pt:
+                ordered = sorted(runs[threads], key=lambda r: float(r[0][5]))
+                (tokens, load, jit, enc, dec, tps), rss = ordered[len(ordered) // 2]
+                row = dict(batch=batch, threads=threads, ct=ct, tfmc=float(tps),
+                           load=float(load), jit=float(jit), enc=float(enc) / batches,
+                           rss=rss, step_ms=1000 * float(dec) / (args.steps * batches))
+                if baseline[threads]:
+                    b = sorted(baseline[threads])
+                    row["baseline"] = b[len(b) // 2]
+                    p = sorted(paired[threads])
+                    row["paired"] = p[len(p) // 2]
+                if threads in torch:
+                    pt, prss = torch[threads]
                     row.update(torch=pt["tokens_per_s"], torch_rss=prss)
                 rows.append(row)
                 print(f"bench: batch {batch} threads {threads} {ct}: tfmc {row['tfmc']:.1f} tok/s"
                       + (f", pytorch {row['torch']:.1f} tok/s" if "torch" in row else ""),
                       file=sys.stderr)
+    # The table lists the rows by thread count first, as before.
+    order = {t: i for i, t in enumerate(thread_counts)}
+    rows.sort(key=lambda r: order[r["threads"]])
 
     print(f"\nbase model (target vocabulary {tgt_vocab}), {args.src_len}-token sources, {args.steps} generated tokens, greedy; "
           f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
@@ -311,7 +329,18 @@ def main():
     scaling = [f"batch {b} {ct} {by[(b, t, ct)] / by[(b, 1, ct)]:.2f}x"
                for (b, t, ct) in sorted(by) if t > 1 and (b, 1, ct) in by]
     if scaling:
-        print("\ntfmc, more threads against 1 (tokens/s): " + ", ".join(scaling))
+        print("\ntfmc, more threads against 1 (tokens/s, medians): " + ", ".join(scaling))
+    # The same from each repeat's runs side by side (the thread counts'
+    # runs alternate): the median of the per-repeat ratios.
+    pairs = []
+    for (b, ct), per in sorted(tps_by_repeat.items()):
+        for t, series in sorted(per.items()):
+            if t > 1 and 1 in per:
+                ratios = sorted(x / y for x, y in zip(series, per[1]))
+                pairs.append(f"batch {b} {ct} {ratios[len(ratios) // 2]:.2f}x")
+    if pairs:
+        print(f"tfmc, more threads against 1, paired (median of {max(1, args.repeats)} "
+              f"repeats' ratios): " + ", ".join(pairs))
 
     shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
     if not args.skip_shapes and os.path.exists(shapes_tool):
