@@ -22,6 +22,11 @@ namespace {
 /// position and the logits stay within a bound relative to their spread.
 using QuantizedCase = std::tuple<std::string, bool, frontend::ComputeType>;
 
+struct LogitComparison {
+  int64_t positions = 0, argmaxAgree = 0;
+  double worst = 0, range = 0;
+};
+
 class Quantized : public ::testing::TestWithParam<QuantizedCase> {
 protected:
   std::string name() const { return std::get<0>(GetParam()); }
@@ -29,11 +34,25 @@ protected:
     return {std::get<0>(GetParam()), std::get<1>(GetParam())};
   }
   frontend::ComputeType type() const { return std::get<2>(GetParam()); }
-};
+  bool int8() const { return type() == frontend::ComputeType::Int8; }
+  bool brain() const { return type() == frontend::ComputeType::BFloat16; }
 
-struct LogitComparison {
-  int64_t positions = 0, argmaxAgree = 0;
-  double worst = 0, range = 0;
+  /// The largest logit difference within `relative` of the largest logit,
+  /// and the argmax agreeing at nearly every position: these fixtures
+  /// have random weights, so many positions are near-ties (margins of
+  /// 1e-3) that any rounding may flip; the bundled model's test below
+  /// holds the agreement rate to 99%.
+  void expectClose(const LogitComparison &c, double relative) {
+    EXPECT_LE(c.worst, relative * c.range)
+        << "largest |logit difference|; largest |logit| " << c.range;
+    EXPECT_GE(c.argmaxAgree, (int8()    ? 0.85
+                              : brain() ? 0.9
+                                        : 0.95) *
+                                 c.positions)
+        << c.argmaxAgree << " of " << c.positions
+        << " positions with the reference's argmax";
+    RecordProperty("worst_relative", std::to_string(c.worst / c.range));
+  }
 };
 
 LogitComparison compareLogits(const Logits &got, const std::vector<float> &want,
@@ -59,14 +78,11 @@ LogitComparison compareLogits(const Logits &got, const std::vector<float> &want,
 }
 
 TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
-  TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));
-  auto expected = readNpy(fixturePath(name(), "logits.npy"));
-  ASSERT_TRUE(static_cast<bool>(expected))
-      << llvm::toString(expected.takeError());
-  auto logits = session(kernelCase(), type()).forward(src, tgt);
+  ForcedCase forced;
+  ASSERT_NO_FATAL_FAILURE(readForcedCase(name(), forced));
+  auto logits = session(kernelCase(), type()).forward(forced.src, forced.tgt);
   ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
-  LogitComparison c = compareLogits(*logits, expected->values, tgt);
+  LogitComparison c = compareLogits(*logits, forced.logits.values, forced.tgt);
   // float16 weights only round (relative 2^-11 per weight); int8 rounds
   // weights to 1/254 and inputs to 1/126 of their row's largest value, and
   // these random-weight fixtures (tiny widths, activation outliers) are its
@@ -75,21 +91,7 @@ TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
   // bfloat16 keeps 8 significant bits rather than 11: eight times the
   // rounding of float16 (measured: float16 up to 0.0016, bfloat16 up to
   // 0.0097 of the largest logit, both paths, AMD EPYC 2026-12-03).
-  bool int8 = type() == frontend::ComputeType::Int8;
-  bool brain = type() == frontend::ComputeType::BFloat16;
-  double bound = (int8 ? 0.12 : brain ? 0.016 : 0.002) * c.range;
-  EXPECT_LE(c.worst, bound)
-      << "largest |logit difference|; largest |logit| " << c.range;
-  // These fixtures have random weights, so many positions are near-ties
-  // (margins of 1e-3) that any rounding may flip; the bundled model's test
-  // below holds the agreement rate to 99%.
-  EXPECT_GE(c.argmaxAgree, (int8    ? 0.85
-                            : brain ? 0.9
-                                    : 0.95) *
-                               c.positions)
-      << c.argmaxAgree << " of " << c.positions
-      << " positions with the reference's argmax";
-  RecordProperty("worst_relative", std::to_string(c.worst / c.range));
+  expectClose(c, int8() ? 0.12 : brain() ? 0.016 : 0.002);
 }
 
 /// The same check through the decoder's cached steps: what translation
@@ -134,11 +136,10 @@ TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
 }
 
 TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
-  TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));
-  auto expected = readNpy(fixturePath(name(), "logits.npy"));
-  ASSERT_TRUE(static_cast<bool>(expected))
-      << llvm::toString(expected.takeError());
+  ForcedCase forced;
+  ASSERT_NO_FATAL_FAILURE(readForcedCase(name(), forced));
+  const TokenRows &src = forced.src, &tgt = forced.tgt;
+  const NpyArray &expected = forced.logits;
   size_t longest = 0;
   for (const auto &t : tgt)
     longest = std::max(longest, t.size());
@@ -150,8 +151,8 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   stepped.batch = static_cast<int64_t>(src.size());
   stepped.vocab = (*decoder)->vocabSize();
   // Laid out like the reference's [B, T, V], whose T is its longest target.
-  stepped.steps = expected->shape[1];
-  ASSERT_EQ(expected->shape[2], stepped.vocab);
+  stepped.steps = expected.shape[1];
+  ASSERT_EQ(expected.shape[2], stepped.vocab);
   stepped.values.assign(stepped.batch * stepped.steps * stepped.vocab, 0.0f);
   for (size_t t = 0; t < longest; ++t) {
     std::vector<int32_t> tokens;
@@ -165,20 +166,9 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
                         stepped.vocab);
   }
   ASSERT_FALSE(static_cast<bool>((*decoder)->takeError()));
-  LogitComparison c = compareLogits(stepped, expected->values, tgt);
-  bool int8 = type() == frontend::ComputeType::Int8;
-  bool brain = type() == frontend::ComputeType::BFloat16;
+  LogitComparison c = compareLogits(stepped, expected.values, tgt);
   // As above, plus the keys' and values' rounding to half (2^-11 relative).
-  double bound = (int8 ? 0.12 : brain ? 0.017 : 0.003) * c.range;
-  EXPECT_LE(c.worst, bound)
-      << "largest |logit difference|; largest |logit| " << c.range;
-  RecordProperty("worst_relative", std::to_string(c.worst / c.range));
-  EXPECT_GE(c.argmaxAgree, (int8    ? 0.85
-                            : brain ? 0.9
-                                    : 0.95) *
-                               c.positions)
-      << c.argmaxAgree << " of " << c.positions
-      << " positions with the reference's argmax";
+  expectClose(c, int8() ? 0.12 : brain() ? 0.017 : 0.003);
 }
 
 /// Beam search forks and moves float16 KV caches between slots; every

@@ -238,6 +238,14 @@ void expectSameHypotheses(const std::vector<std::vector<Hypothesis>> &got,
   }
 }
 
+void readForcedCase(const std::string &name, ForcedCase &out) {
+  out.src = readRows(fixturePath(name, "src.ids"));
+  out.tgt = readRows(fixturePath(name, "tgt.ids"));
+  auto logits = runtime::readNpy(fixturePath(name, "logits.npy"));
+  ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
+  out.logits = std::move(*logits);
+}
+
 void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,
                                     const std::string &label) {
   for (int64_t minLength : {0, 4}) {

@@ -9,6 +9,7 @@
 #ifndef TESTS_E2E_REFERENCECASES_H
 #define TESTS_E2E_REFERENCECASES_H
 
+#include "runtime/io/Npy.h"
 #include "runtime/session/Session.h"
 #include "tests/e2e/Fixtures.h"
 
@@ -34,6 +35,16 @@ llvm::json::Value readJson(const std::string &path);
 /// The fixtures of index.json whose cases.json has `key`: "forward" for
 /// translation models (logits, greedy, beam), "encode" for encoder states.
 std::vector<std::string> fixtureNames(llvm::StringRef key);
+
+/// A fixture's teacher-forcing case: its sources and targets and the
+/// reference's logits for them (src.ids, tgt.ids, logits.npy).
+struct ForcedCase {
+  TokenRows src, tgt;
+  runtime::NpyArray logits;
+};
+/// Reads fixture `name`'s ForcedCase into `out`; a fatal failure where the
+/// logits cannot be read (call under ASSERT_NO_FATAL_FAILURE).
+void readForcedCase(const std::string &name, ForcedCase &out);
 
 /// The decoding options of a greedy/beam case (absent keys: off).
 void readDecodingOptions(const llvm::json::Object &o, SearchOptions &options);

@@ -27,22 +27,21 @@ TEST_P(Reference, ForwardLogitsMatch) {
   const llvm::json::Object *fwd = c.getObject("forward");
   ASSERT_NE(fwd, nullptr);
   double atol = fwd->getNumber("atol").value_or(1e-4);
-  TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  TokenRows tgt = readRows(fixturePath(name(), "tgt.ids"));
-  auto expected = readNpy(fixturePath(name(), "logits.npy"));
-  ASSERT_TRUE(static_cast<bool>(expected))
-      << llvm::toString(expected.takeError());
-  auto logits = model().forward(src, tgt);
+  ForcedCase forced;
+  ASSERT_NO_FATAL_FAILURE(readForcedCase(name(), forced));
+  const TokenRows &tgt = forced.tgt;
+  const NpyArray &expected = forced.logits;
+  auto logits = model().forward(forced.src, tgt);
   ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
-  ASSERT_EQ(expected->shape, (std::vector<int64_t>{logits->batch, logits->steps,
-                                                   logits->vocab}));
+  ASSERT_EQ(expected.shape, (std::vector<int64_t>{logits->batch, logits->steps,
+                                                  logits->vocab}));
   double worst = 0;
   for (int64_t b = 0; b < logits->batch; ++b)
     for (size_t t = 0; t < tgt[b].size(); ++t)
       for (int64_t v = 0; v < logits->vocab; ++v) {
         size_t i = (b * logits->steps + t) * logits->vocab + v;
         worst = std::max<double>(
-            worst, std::fabs(logits->values[i] - expected->values[i]));
+            worst, std::fabs(logits->values[i] - expected.values[i]));
       }
   EXPECT_LE(worst, atol) << "largest |tfmc - reference| logit difference";
 }
