@@ -124,14 +124,8 @@ TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
     options.nBest = beam;
     options.maxLength = 12;
     options.minLength = 3;
-    SearchOptions unfused = options;
-    unfused.fusedSteps = false;
-    auto fused = s.translateBeam(src, options);
-    auto plain = s.translateBeam(src, unfused);
-    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
-    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-    ASSERT_NO_FATAL_FAILURE(
-        expectSameHypotheses(*fused, *plain, "beam " + std::to_string(beam)));
+    ASSERT_NO_FATAL_FAILURE(expectFusedBeamEqualsUnfused(
+        s, src, options, "beam " + std::to_string(beam)));
   }
 }
 

@@ -166,25 +166,31 @@ Session &session(const Case &c, frontend::ComputeType computeType,
   return *slot;
 }
 
+GreedyCase readGreedyCase(const std::string &name,
+                          const llvm::json::Object &o) {
+  GreedyCase g;
+  readDecodingOptions(o, g.options);
+  g.file = o.getString("file")->str();
+  g.expected = readRows(fixturePath(name, g.file));
+  return g;
+}
+
 void expectGreedyCases(Session &session, const std::string &name,
                        const llvm::json::Object &cases) {
   const llvm::json::Array *greedy = cases.getArray("greedy");
   ASSERT_NE(greedy, nullptr);
   TokenRows src = readRows(fixturePath(name, "src.ids"));
-  for (const llvm::json::Value &g : *greedy) {
-    const llvm::json::Object *o = g.getAsObject();
+  for (const llvm::json::Value &entry : *greedy) {
+    const llvm::json::Object *o = entry.getAsObject();
     ASSERT_NE(o, nullptr);
-    SearchOptions options;
-    readDecodingOptions(*o, options);
-    std::string file = o->getString("file")->str();
-    TokenRows expected = readRows(fixturePath(name, file));
-    auto out = session.translate(src, options);
+    GreedyCase g = readGreedyCase(name, *o);
+    auto out = session.translate(src, g.options);
     ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
     ASSERT_EQ(out->size(), src.size());
     for (size_t i = 0; i < src.size(); ++i)
       EXPECT_EQ((*out)[i],
-                i < expected.size() ? expected[i] : std::vector<int32_t>())
-          << file << " line " << i;
+                i < g.expected.size() ? g.expected[i] : std::vector<int32_t>())
+          << g.file << " line " << i;
   }
 }
 
@@ -244,6 +250,18 @@ void readForcedCase(const std::string &name, ForcedCase &out) {
   auto logits = runtime::readNpy(fixturePath(name, "logits.npy"));
   ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
   out.logits = std::move(*logits);
+}
+
+void expectFusedBeamEqualsUnfused(Session &s, const TokenRows &rows,
+                                  const SearchOptions &options,
+                                  const std::string &label) {
+  SearchOptions unfused = options;
+  unfused.fusedSteps = false;
+  auto fused = s.translateBeam(rows, options);
+  auto plain = s.translateBeam(rows, unfused);
+  ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
+  ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
+  ASSERT_NO_FATAL_FAILURE(expectSameHypotheses(*fused, *plain, label));
 }
 
 void expectFusedGreedyEqualsUnfused(Session &s, const TokenRows &rows,

@@ -72,6 +72,16 @@ std::vector<bool> kernelPaths();
 /// "fixture_name_onednn" / "fixture_name_loops".
 std::string caseName(const ::testing::TestParamInfo<Case> &info);
 
+/// A fixture's greedy case: its options, the file of the reference's
+/// output and that output (a line per source line).
+struct GreedyCase {
+  SearchOptions options;
+  std::string file;
+  TokenRows expected;
+};
+/// Greedy case `o` (an entry of cases.json's "greedy") of fixture `name`.
+GreedyCase readGreedyCase(const std::string &name, const llvm::json::Object &o);
+
 class Reference : public ::testing::TestWithParam<Case> {
 protected:
   std::string name() const { return std::get<0>(GetParam()); }
@@ -80,6 +90,14 @@ protected:
     llvm::json::Value v = readJson(fixturePath(name(), "cases.json"));
     EXPECT_NE(v.getAsObject(), nullptr);
     return v.getAsObject() ? *v.getAsObject() : llvm::json::Object();
+  }
+  /// The fixture's first greedy case into `out`; a fatal failure where it
+  /// has none (call under ASSERT_NO_FATAL_FAILURE).
+  void readFirstGreedyCase(GreedyCase &out) {
+    llvm::json::Object c = cases();
+    const llvm::json::Array *greedy = c.getArray("greedy");
+    ASSERT_TRUE(greedy && !greedy->empty() && (*greedy)[0].getAsObject());
+    out = readGreedyCase(name(), *(*greedy)[0].getAsObject());
   }
 };
 
@@ -107,6 +125,14 @@ void expectFirstHypotheses(const std::vector<std::vector<Hypothesis>> &got,
 void expectSameHypotheses(const std::vector<std::vector<Hypothesis>> &got,
                           const std::vector<std::vector<Hypothesis>> &want,
                           const std::string &label);
+
+/// Beam search with `options` through decode_beam (the projection fused
+/// with the log_softmax and top 2K) and through decode_step's logits gives
+/// the same hypotheses, bit for bit (expectSameHypotheses; call under
+/// ASSERT_NO_FATAL_FAILURE).
+void expectFusedBeamEqualsUnfused(Session &s, const TokenRows &rows,
+                                  const SearchOptions &options,
+                                  const std::string &label);
 
 /// Greedy through decode_greedy (the projection fused with the choice) and
 /// through decode_step's logits give the same tokens, with and without a

@@ -66,15 +66,9 @@ TEST_P(Reference, BeamMatches) {
 /// (beam sizes, minimum lengths, n-best) and greedy with a minimum length.
 TEST_P(Reference, FusedStepsEqualSearchesOverTheLogits) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  for (const BeamCase &c : readBeamCases(cases(), name(), src.size())) {
-    SearchOptions unfused = c.options;
-    unfused.fusedSteps = false;
-    auto fused = model().translateBeam(src, c.options);
-    auto plain = model().translateBeam(src, unfused);
-    ASSERT_TRUE(static_cast<bool>(fused)) << llvm::toString(fused.takeError());
-    ASSERT_TRUE(static_cast<bool>(plain)) << llvm::toString(plain.takeError());
-    ASSERT_NO_FATAL_FAILURE(expectSameHypotheses(*fused, *plain, c.file));
-  }
+  for (const BeamCase &c : readBeamCases(cases(), name(), src.size()))
+    ASSERT_NO_FATAL_FAILURE(
+        expectFusedBeamEqualsUnfused(model(), src, c.options, c.file));
   expectFusedGreedyEqualsUnfused(model(), src, "greedy");
 }
 

@@ -37,14 +37,10 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
   while (tripled.size() < 3 * Session::kMinRowsPerWorker)
     tripled.insert(tripled.end(), src.begin(), src.end());
 
-  llvm::json::Object c = cases();
-  const llvm::json::Object *g = (*c.getArray("greedy"))[0].getAsObject();
-  ASSERT_NE(g, nullptr);
-  SearchOptions options;
-  options.minLength = *g->getInteger("min_length");
-  options.maxLength = *g->getInteger("max_length");
-  TokenRows expected =
-      readRows(fixturePath(fixture, g->getString("file")->str()));
+  GreedyCase g;
+  ASSERT_NO_FATAL_FAILURE(readFirstGreedyCase(g));
+  SearchOptions options = g.options;
+  const TokenRows &expected = g.expected;
   auto out = threaded->translate(tripled, options);
   ASSERT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
   ASSERT_EQ(out->size(), tripled.size());
@@ -83,14 +79,10 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
 TEST_P(Threads, TeamStepsEqualOneThread) {
   const auto &[fixture, library] = GetParam();
   TokenRows src = readRows(fixturePath(fixture, "src.ids"));
-  llvm::json::Object c = cases();
-  const llvm::json::Object *g = (*c.getArray("greedy"))[0].getAsObject();
-  ASSERT_NE(g, nullptr);
-  SearchOptions greedy;
-  greedy.minLength = *g->getInteger("min_length");
-  greedy.maxLength = *g->getInteger("max_length");
-  TokenRows expected =
-      readRows(fixturePath(fixture, g->getString("file")->str()));
+  GreedyCase g;
+  ASSERT_NO_FATAL_FAILURE(readFirstGreedyCase(g));
+  SearchOptions greedy = g.options;
+  const TokenRows &expected = g.expected;
   SearchOptions beam;
   beam.beamSize = 3;
   beam.maxLength = 12;
