@@ -176,6 +176,9 @@ def main():
     p.add_argument("--compute-types", default="float32,float16,int8",
                    help="tfmc --compute-type values of the greedy rows (float32 first: "
                         "the others are reported relative to it)")
+    p.add_argument("--skip-paired-limits", action="store_true",
+                   help="skip the machine probe after every greedy tfmc run (the "
+                        "'against the machine, paired' lines)")
     p.add_argument("--tgt-vocab", type=int, default=0,
                    help="the base model with this target vocabulary instead of 8000 "
                         "(e.g. 65001, OPUS-MT's: the output projection dominates)")
@@ -212,6 +215,9 @@ def main():
     # (batch, ct) -> {threads: [tokens/s of each repeat]}: the thread counts'
     # runs alternate within each repeat, so their ratios pair up too.
     tps_by_repeat = {}
+    # (batch, threads, ct) -> [(tokens/s, decoder step ms, the probe run
+    # right after it)]: each run against the machine as it was then.
+    beside_probe = {}
     for batch in [int(x) for x in args.batches.split(",")]:
         n = args.sentences or (4 if batch == 1 else batch)
         batches = -(-n // batch)  # the last one may be partial
@@ -253,6 +259,12 @@ def main():
                     if args.baseline:
                         baseline[threads].append(base)
                         paired[threads].append(float(runs[threads][-1][0][5]) / base)
+                    if os.path.exists(machine) and not args.skip_paired_limits:
+                        stats = runs[threads][-1][0]
+                        probe = json.loads(run([machine, "--threads", str(threads)])[0])
+                        beside_probe.setdefault((batch, threads, ct), []).append(
+                            (float(stats[5]), 1000 * float(stats[4]) / (args.steps * batches),
+                             probe))
             tps_by_repeat[(batch, ct)] = {t: [float(r[0][5]) for r in runs[t]]
                                           for t in thread_counts}
             for threads in thread_counts:
@@ -341,6 +353,26 @@ def main():
     if pairs:
         print(f"tfmc, more threads against 1, paired (median of {max(1, args.repeats)} "
               f"repeats' ratios): " + ", ".join(pairs))
+
+    # The table's "% sgemm" and bound divide a row's median by the probe
+    # taken at the start, minutes before or after most of the row's runs;
+    # on a host whose speed drifts that much from minute to minute (the
+    # same build read 84% and 71% an hour apart, 2026-12-05), each run is
+    # set against a probe taken right after it instead, and the median of
+    # those ratios given.
+    if beside_probe:
+        against = []
+        for (b, t, ct), series in sorted(beside_probe.items()):
+            shares = sorted(tps * fpt / 1e9 / pr["sgemm_gflops"] for tps, _, pr in series)
+            text = f"batch {b} threads {t} {ct}: {100 * shares[len(shares) // 2]:.0f}% of sgemm"
+            if b == 1:
+                wb = weight_bytes_per_step(arch, tgt_vocab, ct)
+                bounds = sorted(ms / (1000 * wb / (pr["read_gbs"] * 1e9)) for _, ms, pr in series)
+                text += f", step {bounds[len(bounds) // 2]:.2f}x the bound"
+            against.append(text)
+        print(f"\ntfmc against the machine, paired (each run against a probe "
+              f"right after it; median of {max(1, args.repeats)} repeats' ratios): "
+              + "; ".join(against))
 
     shapes_tool = os.path.join(ROOT, "build", "bin", "tfmc-bench-linear")
     if not args.skip_shapes and os.path.exists(shapes_tool):
