@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -127,9 +128,15 @@ sumExpAvx512(const float *values, int64_t count, float max) {
   return sum;
 }
 
+/// AVX-512 unless the CPU lacks it or TFMC_KERNEL_ISA=avx2 asks for the
+/// packed kernels' AVX2 path (architecture.md): the test suite's AVX2 run
+/// (tests/e2e/CMakeLists.txt) then covers this scan's AVX2 path as well.
 bool haveAvx512() {
-  static const bool ok =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  static const bool ok = [] {
+    const char *forced = std::getenv("TFMC_KERNEL_ISA");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") &&
+           !(forced && std::strcmp(forced, "avx2") == 0);
+  }();
   return ok;
 }
 
