@@ -12,8 +12,9 @@
 //    kept once per row, where the encoder wrote them, and never move;
 //    decode_step reads them through `cross_rows` (each slot's row);
 //  * self-attention caches move only the slots whose parent changed, and
-//    only their filled positions; a slot that is both read and overwritten
-//    is saved to a scratch area first.
+//    only their filled positions, each once, in an order that reads every
+//    slot before it is overwritten (a cycle of slots continuing each other
+//    goes through one slot's worth of spare memory).
 // Self caches start with room for BatchShape::initialPositions and double
 // (up to the batch's limit, or to the limit at once when it is less than
 // half as far again) when a step needs more, so a batch holds
@@ -161,8 +162,8 @@ private:
   /// source row (from the encoder) and self-attention caches per slot
   /// (taken at the first step).
   std::vector<char *> cross, self;
-  /// Self caches of slots saved during a reorder.
-  std::vector<char *> scratch;
+  /// One slot's self caches, saved to break a cycle of a reorder.
+  std::vector<char> spare;
   /// The source row each slot holds (decode_step's cross_rows), and each
   /// slot's source length.
   Buffer<int32_t> slotRow, slotLengths;
