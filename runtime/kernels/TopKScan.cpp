@@ -44,19 +44,26 @@ __attribute__((always_inline)) inline float expNonPositive(float x) {
 /// while sumExpAvx512() gives sumExpAvx2()'s bits (none of them differed).
 /// Every caller on one host takes the same one, so a fused scan and a scan
 /// of the whole row agree.
-__attribute__((always_inline)) inline float
-sumExpBody(const float *values, int64_t count, float max) {
-  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t v = 0;
+/// The sum from values[v] on, the partial sums so far in `partial`.
+__attribute__((always_inline)) inline float sumExpFrom(const float *values,
+                                                       int64_t v, int64_t count,
+                                                       float max,
+                                                       float *partial) {
   for (; v + 8 <= count; v += 8)
     for (int k = 0; k < 8; ++k)
       partial[k] += expNonPositive(values[v + k] - max);
   float sum = 0;
   for (; v < count; ++v)
     sum += expNonPositive(values[v] - max);
-  for (float p : partial)
-    sum += p;
+  for (int k = 0; k < 8; ++k)
+    sum += partial[k];
   return sum;
+}
+
+__attribute__((always_inline)) inline float
+sumExpBody(const float *values, int64_t count, float max) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  return sumExpFrom(values, 0, count, max, partial);
 }
 
 __attribute__((target("avx2,fma"))) float
@@ -117,15 +124,7 @@ sumExpAvx512(const float *values, int64_t count, float max) {
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, partial);
-  for (; v + 8 <= count; v += 8)
-    for (int k = 0; k < 8; ++k)
-      lanes[k] += expNonPositive(values[v + k] - max);
-  float sum = 0;
-  for (; v < count; ++v)
-    sum += expNonPositive(values[v] - max);
-  for (float p : lanes)
-    sum += p;
-  return sum;
+  return sumExpFrom(values, v, count, max, lanes);
 }
 
 /// AVX-512 unless the CPU lacks it or TFMC_KERNEL_ISA=avx2 asks for the
@@ -148,6 +147,19 @@ float sumExp(const float *values, int64_t count, float max) {
 }
 
 constexpr int64_t kBlock = 16;
+
+/// The running maximum `max` with the partial block values[v, count), if
+/// any, whose largest goes to *block.
+inline float withPartialBlock(const float *values, int64_t v, int64_t count,
+                              float *block, float max) {
+  if (v == count)
+    return max;
+  float m = kLowest;
+  for (; v < count; ++v)
+    m = values[v] > m ? values[v] : m;
+  *block = m;
+  return m > max ? m : max;
+}
 
 /// The largest of each block of kBlock values (NaNs ignored; -inf for a
 /// block of NaNs); returns the largest of all.
@@ -172,14 +184,7 @@ blockMaximaAvx2(const float *values, int64_t count, float *blocks) {
   float max = kLowest;
   for (float x : lanes)
     max = x > max ? x : max;
-  if (v < count) {
-    float m = kLowest;
-    for (; v < count; ++v)
-      m = values[v] > m ? values[v] : m;
-    blocks[b] = m;
-    max = m > max ? m : max;
-  }
-  return max;
+  return withPartialBlock(values, v, count, blocks + b, max);
 }
 
 float blockMaximaGeneric(const float *values, int64_t count, float *blocks) {
@@ -208,14 +213,7 @@ blockMaximaAvx512(const float *values, int64_t count, float *blocks) {
     blocks[b] = _mm512_reduce_max_ps(m);
   }
   float max = _mm512_reduce_max_ps(all);
-  if (v < count) {
-    float m = kLowest;
-    for (; v < count; ++v)
-      m = values[v] > m ? values[v] : m;
-    blocks[b] = m;
-    max = m > max ? m : max;
-  }
-  return max;
+  return withPartialBlock(values, v, count, blocks + b, max);
 }
 
 float blockMaxima(const float *values, int64_t count, float *blocks) {
