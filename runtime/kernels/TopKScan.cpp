@@ -37,14 +37,8 @@ __attribute__((always_inline)) inline float expNonPositive(float x) {
   return p * scale;
 }
 
-/// sum_v exp(values[v] - max), eight partial sums in id order. Always
-/// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
-/// the baseline). The baseline has no FMA: its sums may differ from the
-/// FMA builds' in the last bits (in 595 of 20,000 random rows, 2026-12-05),
-/// while sumExpAvx512() gives sumExpAvx2()'s bits (none of them differed).
-/// Every caller on one host takes the same one, so a fused scan and a scan
-/// of the whole row agree.
-/// The sum from values[v] on, the partial sums so far in `partial`.
+/// sumExpBody() from values[v] on, its eight partial sums so far in
+/// `partial`.
 __attribute__((always_inline)) inline float sumExpFrom(const float *values,
                                                        int64_t v, int64_t count,
                                                        float max,
@@ -60,6 +54,13 @@ __attribute__((always_inline)) inline float sumExpFrom(const float *values,
   return sum;
 }
 
+/// sum_v exp(values[v] - max), eight partial sums in id order. Always
+/// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
+/// the baseline). The baseline has no FMA: its sums may differ from the
+/// FMA builds' in the last bits (in 595 of 20,000 random rows, 2026-12-05),
+/// while sumExpAvx512() gives sumExpAvx2()'s bits (none of them differed).
+/// Every caller on one host takes the same one, so a fused scan and a scan
+/// of the whole row agree.
 __attribute__((always_inline)) inline float
 sumExpBody(const float *values, int64_t count, float max) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
