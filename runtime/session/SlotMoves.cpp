@@ -1,6 +1,8 @@
 //===- SlotMoves.cpp - a reorder of decoder slots as a sequence of copies -===//
 #include "runtime/session/SlotMoves.h"
 
+#include <algorithm>
+
 using namespace tfmc::runtime;
 
 std::vector<SlotMove>

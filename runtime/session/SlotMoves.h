@@ -16,7 +16,6 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace tfmc::runtime {
