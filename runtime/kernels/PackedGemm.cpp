@@ -2,9 +2,10 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/PackedGemmIsa.h"
 
+#include "frontends/model/Float16.h"
+#include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
-#include "frontends/model/Float16.h"
 
 #include <immintrin.h>
 
@@ -88,29 +89,17 @@ void packInto(const T *w, int64_t n, int64_t k, tfmc::pages::Vector<T> &out) {
   packRows(n, k, out, [&](int64_t row) { return w + row * k; });
 }
 
-/// Eight bfloat16 values as floats.
-__attribute__((target("avx2"))) inline __m256
-widenBFloat16x8(const uint16_t *q) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(
-      _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(q))),
-      16));
-}
-
-/// The two 8-wide halves of panel row `c` as floats.
+/// The two 8-wide halves of panel row `c` as floats (float32 and IEEE-half
+/// panels).
 template <PanelFormat Format>
 __attribute__((target("avx2,fma,f16c"))) inline void
 loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
+  static_assert(Format != PanelFormat::BF16, "bfloat16 panels hold pairs");
   if constexpr (Format == PanelFormat::F16) {
     const uint16_t *p = static_cast<const uint16_t *>(panel) + c * kPanel;
     lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     hi = _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)));
-  } else if constexpr (Format == PanelFormat::BF16) {
-    // A bfloat16 is the upper half of a float32: widen and shift (exact).
-    const uint16_t *p = static_cast<const uint16_t *>(panel) + c * kPanel;
-    lo = widenBFloat16x8(p);
-    hi = widenBFloat16x8(p + 8);
   } else {
     const float *p = static_cast<const float *>(panel) + c * kPanel;
     lo = _mm256_loadu_ps(p);
@@ -124,11 +113,21 @@ struct PrefetchRows {
   int64_t mask = 0, phase = 0;
 };
 
+/// Bytes of a panel row: one k step of float32 or halves, one pair of k of
+/// bfloat16.
+template <PanelFormat Format> constexpr int64_t panelRowBytes() {
+  return Format == PanelFormat::F16 ? kPanel * 2 : kPanel * 4;
+}
+
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
 /// start from the bias, the k loop streams the panel once, over `count`
 /// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. With
 /// Prefetch, the tile also prefetches `rows` of the next panel at the same
-/// pace, into L1 (run() says which tiles, which rows).
+/// pace, into L1 (run() says which tiles, which rows). With bfloat16 panels
+/// a step is a pair of k, and x holds the rows' bfloat16 operands in pairs
+/// (bfloat16Operands(), each pair one 32-bit word; k counts pairs): each
+/// pair widened, the odd k's FMA before the even one's, as vdpbf16ps adds
+/// them.
 template <int Rows, PanelFormat Format, bool Prefetch, bool Sparse>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
@@ -140,18 +139,43 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
     lo[r] = b0;
     hi[r] = b1;
   }
-  constexpr int64_t rowBytes = kPanel * (Format == PanelFormat::F32 ? 4 : 2);
+  constexpr int64_t rowBytes = panelRowBytes<Format>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     if constexpr (Prefetch)
       if ((c & rows.mask) == rows.phase)
         _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
-    __m256 w0, w1;
-    loadPanelRow<Format>(panel, c, w0, w1);
-    for (int r = 0; r < Rows; ++r) {
-      __m256 a = _mm256_broadcast_ss(x + r * k + c);
-      lo[r] = _mm256_fmadd_ps(a, w0, lo[r]);
-      hi[r] = _mm256_fmadd_ps(a, w1, hi[r]);
+    if constexpr (Format == PanelFormat::BF16) {
+      // Columns 0-7 and 8-15, a (even, odd) pair in each 32-bit lane: the
+      // even k's value is the lane shifted up, the odd k's its upper half.
+      const char *row = static_cast<const char *>(panel) + c * rowBytes;
+      __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row));
+      __m256i q1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 32));
+      const __m256i upper = _mm256_set1_epi32(int(0xffff0000u));
+      __m256 even0 = _mm256_castsi256_ps(_mm256_slli_epi32(q0, 16));
+      __m256 odd0 = _mm256_castsi256_ps(_mm256_and_si256(q0, upper));
+      __m256 even1 = _mm256_castsi256_ps(_mm256_slli_epi32(q1, 16));
+      __m256 odd1 = _mm256_castsi256_ps(_mm256_and_si256(q1, upper));
+      for (int r = 0; r < Rows; ++r) {
+        int32_t word;
+        std::memcpy(&word, x + r * k + c, sizeof(word));
+        __m256i pair = _mm256_set1_epi32(word);
+        __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pair, upper));
+        __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));
+        lo[r] = _mm256_fmadd_ps(odd, odd0, lo[r]);
+        lo[r] = _mm256_fmadd_ps(even, even0, lo[r]);
+        hi[r] = _mm256_fmadd_ps(odd, odd1, hi[r]);
+        hi[r] = _mm256_fmadd_ps(even, even1, hi[r]);
+      }
+    } else {
+      __m256 w0, w1;
+      loadPanelRow<Format>(panel, c, w0, w1);
+      for (int r = 0; r < Rows; ++r) {
+        __m256 a = _mm256_broadcast_ss(x + r * k + c);
+        lo[r] = _mm256_fmadd_ps(a, w0, lo[r]);
+        hi[r] = _mm256_fmadd_ps(a, w1, hi[r]);
+      }
     }
   }
   for (int r = 0; r < Rows; ++r) {
@@ -225,8 +249,10 @@ __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, const RowTiles &plan, const PackedWeight &w,
     const float *bias, float *y, int64_t ldy, int64_t firstColumn,
     int64_t firstPanel, int64_t endPanel, const char *after) {
-  const int64_t n = w.n, k = w.k;
-  const size_t panelElements = kPanel * k;
+  // k steps, or pairs of them for bfloat16 (x holds its pairs then).
+  const int64_t n = w.n, k = Format == PanelFormat::BF16 ? pairsOf(w.k) : w.k;
+  const size_t panelElements =
+      kPanel * k * (Format == PanelFormat::BF16 ? 2 : 1);
   // Tiles write 16 columns: the last panel of a width that is not a
   // multiple of 16 goes through a scratch row block.
   alignas(32) float scratch[kNarrowTileRows * kPanel];
@@ -243,8 +269,7 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   const bool split =
       plan.tiles.size() > 1 && plan.tiles[1].rows == kNarrowTileRows;
   const int64_t total = panelCount(n);
-  const size_t panelBytes =
-      panelElements * (Format == PanelFormat::F32 ? 4 : 2);
+  const size_t panelBytes = panelRowBytes<Format>() * k;
   for (int64_t p = firstPanel; p < endPanel; ++p) {
     const void *panel = Format != PanelFormat::F32
                             ? static_cast<const void *>(w.f16.data() +
@@ -556,8 +581,21 @@ PackedWeight packed::packHalves(const uint16_t *w, int64_t n, int64_t k) {
 }
 
 PackedWeight packed::packBFloat16(const uint16_t *w, int64_t n, int64_t k) {
-  PackedWeight p = packHalves(w, n, k);
-  p.brain = true;
+  PackedWeight p;
+  p.n = n;
+  p.k = k;
+  p.half = p.brain = true;
+  // Panel p, pair i: W[16p + j, 2i + e] at [i · 32 + j · 2 + e]; an odd k's
+  // last pair ends in a zero.
+  const int64_t pairs = pairsOf(k);
+  p.f16.assign(panelCount(n) * kPanel * 2 * pairs, 0);
+  for (int64_t row = 0; row < n; ++row) {
+    uint16_t *panel = p.f16.data() + (row / kPanel) * kPanel * 2 * pairs;
+    int64_t j = row % kPanel;
+    for (int64_t c = 0; c < k; ++c)
+      panel[(c / 2) * 2 * kPanel + j * 2 + c % 2] =
+          bfloat16Operand(w[row * k + c]);
+  }
   return p;
 }
 
@@ -621,7 +659,10 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
                            int64_t firstPanel, int64_t endPanel,
                            int32_t activation, Isa isa, int threads,
                            bool skipZeros) {
-  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512);
+  const bool brain = w.format() == PanelFormat::BF16;
+  // bfloat16 panels take the AVX-512 kernel only with vdpbf16ps.
+  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512) &&
+              (!brain || avx512::bfloat16DotAvailable());
   const int64_t n = w.n, firstColumn = firstPanel * kPanel;
   // Only a call that runs the whole layer on this thread prefetches the
   // next one's start: of a layer cut into column shares (threads here, or
@@ -634,7 +675,19 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
   // body names the caller's plan through a reference (a thread_local named
   // in it would be each worker's own).
   thread_local RowTiles callerPlan;
-  planRowTiles(x, m, w.k, skipZeros, callerPlan,
+  // A bfloat16 layer's kernels read its input rounded, in pairs: a pair of
+  // k is a step, skipped where both of its values are zero in every row of
+  // a tile (the pair's 32 bits read as a float are then ±0).
+  thread_local std::vector<uint16_t> callerOperands;
+  const float *in = x;
+  if (brain) {
+    size_t size = static_cast<size_t>(m) * 2 * pairsOf(w.k);
+    if (callerOperands.size() < size)
+      callerOperands.resize(size);
+    bfloat16Operands(x, m, w.k, callerOperands.data());
+    in = reinterpret_cast<const float *>(callerOperands.data());
+  }
+  planRowTiles(in, m, brain ? pairsOf(w.k) : w.k, skipZeros, callerPlan,
                wide ? kWideTileRows : kNarrowTileRows);
   const RowTiles &plan = callerPlan;
   forPanelShares(endPanel - firstPanel, threads, [&](int64_t first,
@@ -642,15 +695,15 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     first += firstPanel;
     end += firstPanel;
     if (wide)
-      avx512::linear(x, plan, w, bias, y, ldy, firstColumn, first, end, after);
+      avx512::linear(in, plan, w, bias, y, ldy, firstColumn, first, end, after);
     else if (w.format() == PanelFormat::F16)
-      run<PanelFormat::F16>(x, plan, w, bias, y, ldy, firstColumn, first, end,
+      run<PanelFormat::F16>(in, plan, w, bias, y, ldy, firstColumn, first, end,
                             after);
-    else if (w.format() == PanelFormat::BF16)
-      run<PanelFormat::BF16>(x, plan, w, bias, y, ldy, firstColumn, first, end,
+    else if (brain)
+      run<PanelFormat::BF16>(in, plan, w, bias, y, ldy, firstColumn, first, end,
                              after);
     else
-      run<PanelFormat::F32>(x, plan, w, bias, y, ldy, firstColumn, first, end,
+      run<PanelFormat::F32>(in, plan, w, bias, y, ldy, firstColumn, first, end,
                             after);
     if (activation != static_cast<int32_t>(KernelActivation::None)) {
       int64_t col = first * kPanel, width = std::min(n, end * kPanel) - col;

@@ -1,4 +1,5 @@
-//===- PackedGemm.h - small-M linear layers on pre-packed weights -*- C++ -*-===//
+//===- PackedGemm.h - small-M linear layers on pre-packed weights -*- C++
+//-*-===//
 //
 // y[M, N] = act(x[M, K] · Wᵀ + b) for the decoder's few rows (M up to a
 // few dozen), where oneDNN 2.6's AVX2 sgemm reaches only about half of its
@@ -7,15 +8,21 @@
 // at [k·16 + j]), so a register tile of up to 6 rows × 16 columns streams
 // one contiguous panel: 12 FMAs per k for 2 vector loads and 6 broadcasts.
 // float16 weights are packed as halves and widened in the kernel (F16C),
-// which halves the bytes streamed. int8 weights are packed in groups of 4
+// which halves the bytes streamed. bfloat16 weights are packed in pairs of
+// consecutive k per column (panel p, pair i: 16 columns × 2 values, the
+// even k first) and multiply the layer's input rounded to bfloat16
+// (BFloat16Operands.h): with avx512_bf16, one vdpbf16ps per pair and 16
+// columns; elsewhere each pair widened and two FMAs (odd k, then even),
+// the same sums. int8 weights are packed in groups of 4
 // consecutive k per column (panel p, group g: 16 columns × 4 bytes) for
 // vpmaddubsw on unsigned 7-bit inputs (exact, see Quantize.h), then
 // vpmaddwd into int32. Needs AVX2 + FMA (+ F16C); callers check
 // availableOnThisCpu() and fall back to oneDNN otherwise. On CPUs with
 // AVX-512 (F, BW, VL and VNNI) the same panels run through 8 × 32 tiles of
 // zmm registers and vpdpbusd (PackedGemmAvx512.cpp), with results
-// bit-identical to the AVX2 kernels'; TFMC_KERNEL_ISA=avx2 in the
-// environment keeps the AVX2 kernels.
+// bit-identical to the AVX2 kernels' (bfloat16 panels take the AVX-512
+// kernel only where the CPU has avx512_bf16, the AVX2 one otherwise);
+// TFMC_KERNEL_ISA=avx2 in the environment keeps the AVX2 kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMM_H
@@ -59,8 +66,9 @@ Isa preferredIsa();
 /// unknown name) gives the best kernels here and one line in `note`.
 Isa isaFor(const char *forced, bool avx512Runs, std::string &note);
 
-/// How float panels store their values: float32, IEEE half or bfloat16
-/// (both widened to float32 exactly in the kernels).
+/// How float panels store their values: float32, IEEE half (widened to
+/// float32 exactly in the kernels) or bfloat16 pairs (multiplied with the
+/// input rounded to bfloat16, accumulated in float32).
 enum class PanelFormat { F32, F16, BF16 };
 
 /// A weight in panel layout; the last panel (and, for int8, k up to a
@@ -95,7 +103,8 @@ struct PackedWeight {
 PackedWeight pack(const float *w, int64_t n, int64_t k,
                   bool exactAsHalves = true);
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
-/// ... and from bfloat16 bits (kept in `f16`, with `brain` set).
+/// ... and from bfloat16 bits, in pairs of k (kept in `f16`, with `brain`
+/// set; subnormals as zeros, BFloat16Operands.h).
 PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
 PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
@@ -123,9 +132,10 @@ void int8ProductsBlock(const uint8_t *xq, int64_t m, const PackedWeight &w,
                        int64_t endPanel, Isa isa = preferredIsa());
 
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
-/// KernelActivation; `threads` as for int8Products. With `skipZeros`, the
-/// k steps at which all rows of a row tile are zero are skipped (RowTiles.h:
-/// the results stay the same).
+/// KernelActivation (with bfloat16 panels, x rounded to bfloat16 first);
+/// `threads` as for int8Products. With `skipZeros`, the k steps at which all
+/// rows of a row tile are zero are skipped (RowTiles.h: the results stay the
+/// same).
 void linear(const float *x, int64_t m, const PackedWeight &w, const float *bias,
             float *y, int32_t activation, Isa isa = preferredIsa(),
             int threads = 1, bool skipZeros = true);

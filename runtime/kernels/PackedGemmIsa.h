@@ -14,9 +14,13 @@ namespace tfmc::runtime::packed::avx512 {
 
 /// AVX-512 F/BW/VL with VNNI.
 bool available();
-/// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, the
-/// columns of panels [firstPanel, endPanel) only, the rows in the tiles of
-/// `plan` (x's rows, their k steps). Output (r, c) goes to
+/// ... and avx512_bf16 (vdpbf16ps), which bfloat16 panels need here.
+bool bfloat16DotAvailable();
+/// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, or
+/// bfloat16 ones where bfloat16DotAvailable() (x then holds the rows'
+/// bfloat16 operands in pairs, k counting pairs), the columns of panels
+/// [firstPanel, endPanel) only, the rows in the tiles of `plan` (x's rows,
+/// their k steps). Output (r, c) goes to
 /// y[r · ldy + c - firstColumn]. `after` (or nullptr): the panels of the
 /// layer expected next, whose start the last panels' tiles prefetch.
 void linear(const float *x, const RowTiles &plan, const PackedWeight &w,

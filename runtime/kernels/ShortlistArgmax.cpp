@@ -4,6 +4,7 @@
 #include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "frontends/model/PageMemory.h"
+#include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 
@@ -52,7 +53,8 @@ double gammaOf(int64_t k) {
 }
 
 /// Row c of the weight as floats (exactly: halves and bfloat16 widen
-/// without rounding).
+/// without rounding; bfloat16 subnormals are zeros, as the kernels read
+/// them).
 void widenRow(const void *weight, PanelFormat format, int64_t c, int64_t k,
               float *out) {
   if (format == PanelFormat::F32) {
@@ -62,12 +64,15 @@ void widenRow(const void *weight, PanelFormat format, int64_t c, int64_t k,
   }
   const uint16_t *row = static_cast<const uint16_t *>(weight) + c * k;
   for (int64_t i = 0; i < k; ++i)
-    out[i] = format == PanelFormat::BF16 ? tfmc::bfloat16ToFloat(row[i])
-                                         : tfmc::halfToFloat(row[i]);
+    out[i] = format == PanelFormat::BF16
+                 ? tfmc::bfloat16ToFloat(bfloat16Operand(row[i]))
+                 : tfmc::halfToFloat(row[i]);
 }
 
 /// The float kernels' value of each listed column (8 ids): the bias, then
-/// one FMA per k in k order (PackedGemm.h), eight independent chains.
+/// one FMA per k in k order (PackedGemm.h), eight independent chains;
+/// bfloat16 weights (x then rounded to bfloat16 operands) by pairs of k,
+/// the odd k's FMA first (BFloat16Operands.h).
 template <PanelFormat Format>
 TFMC_AVX2 void exactValues(const void *weight, int64_t k, const float *x,
                            const float *bias, const int32_t *ids, float *out) {
@@ -79,6 +84,15 @@ TFMC_AVX2 void exactValues(const void *weight, int64_t k, const float *x,
     rows[g] = static_cast<const Element *>(weight) + ids[g] * k;
     acc[g] = bias[ids[g]];
   }
+  if constexpr (Format == PanelFormat::BF16) {
+    for (int64_t i = 0; i < k; i += 2)
+      for (int64_t j = std::min(i + 1, k - 1); j >= i; --j)
+        for (int g = 0; g < 8; ++g)
+          acc[g] = __builtin_fmaf(
+              x[j], tfmc::bfloat16ToFloat(bfloat16Operand(rows[g][j])), acc[g]);
+    std::memcpy(out, acc, sizeof(acc));
+    return;
+  }
   for (int64_t i = 0; i < k; ++i) {
     float xi = x[i];
     for (int g = 0; g < 8; ++g) {
@@ -87,8 +101,6 @@ TFMC_AVX2 void exactValues(const void *weight, int64_t k, const float *x,
         wi = rows[g][i];
       else if constexpr (Format == PanelFormat::F16)
         wi = _cvtsh_ss(rows[g][i]);
-      else
-        wi = tfmc::bfloat16ToFloat(rows[g][i]);
       acc[g] = __builtin_fmaf(xi, wi, acc[g]);
     }
   }
@@ -362,6 +374,14 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
     scans[r] = ArgmaxScan();
   if (m == 0 || firstColumn >= endColumn)
     return true;
+  // A bfloat16 layer multiplies its input rounded to bfloat16: bounds and
+  // exact values are those of the rounded rows.
+  thread_local std::vector<float> rounded;
+  if (w.format == PanelFormat::BF16) {
+    rounded.resize(m * k);
+    roundToBFloat16Operands(x, m * k, rounded.data());
+    x = rounded.data();
+  }
 
   thread_local std::vector<uint8_t> xq;
   thread_local std::vector<int8_t> codes;
@@ -466,6 +486,12 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
 
 bool tfmc::runtime::shortlistBounds(const ShortlistWeight &w, const float *x,
                                     float *lower, float *upper) {
+  std::vector<float> rounded;
+  if (w.format == PanelFormat::BF16) {
+    rounded.resize(w.k);
+    roundToBFloat16Operands(x, w.k, rounded.data());
+    x = rounded.data();
+  }
   std::vector<int8_t> codes(w.k);
   std::vector<uint8_t> xq(w.codes.kPadded, 0);
   RowBound rb;

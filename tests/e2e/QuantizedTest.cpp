@@ -88,10 +88,12 @@ TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
   // these random-weight fixtures (tiny widths, activation outliers) are its
   // worst case: measured up to 0.10 of the largest logit (a wrong scale or
   // offset gives errors of the logits' own size).
-  // bfloat16 keeps 8 significant bits rather than 11: eight times the
-  // rounding of float16 (measured: float16 up to 0.0016, bfloat16 up to
-  // 0.0097 of the largest logit, both paths, AMD EPYC 2026-12-03).
-  expectClose(c, int8() ? 0.12 : brain() ? 0.016 : 0.002);
+  // bfloat16 keeps 8 significant bits rather than 11, and rounds each
+  // layer's input as well as its weights (BFloat16Operands.h in the
+  // runtime): measured float16 up to 0.0016 of the largest logit, bfloat16
+  // up to 0.0232 (post-relu-scale; the other fixtures up to 0.011), both
+  // paths alike (AMD EPYC, 2026-12-05; weights alone rounded: up to 0.0097).
+  expectClose(c, int8() ? 0.12 : brain() ? 0.03 : 0.002);
 }
 
 /// The same check through the decoder's cached steps: what translation
@@ -161,8 +163,9 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   }
   ASSERT_FALSE(static_cast<bool>((*decoder)->takeError()));
   LogitComparison c = compareLogits(stepped, expected.values, tgt);
-  // As above, plus the keys' and values' rounding to half (2^-11 relative).
-  expectClose(c, int8() ? 0.12 : brain() ? 0.017 : 0.003);
+  // As above, plus the keys' and values' rounding to half (2^-11 relative;
+  // bfloat16 measured up to 0.0232, post-relu-scale, AMD EPYC 2026-12-05).
+  expectClose(c, int8() ? 0.12 : brain() ? 0.031 : 0.003);
 }
 
 /// Beam search forks and moves float16 KV caches between slots; every
@@ -242,12 +245,15 @@ TEST_P(QuantizedPaths, BothKernelPathsComputeTheSameValues) {
   ASSERT_TRUE(static_cast<bool>(library))
       << llvm::toString(library.takeError());
   LogitComparison c = compareLogits(*loops, library->values, tgt);
-  // Same integers (int8) or the same widened weights (float16); float
-  // summation order differs, and with int8 an input that lands on a
-  // rounding midpoint in one path may round the other way, which deeper
-  // layers amplify a little.
-  EXPECT_LE(c.worst, (type() == frontend::ComputeType::Int8 ? 5e-3 : 1e-4) *
-                         std::max(1.0, c.range));
+  // Same integers (int8) or the same widened weights (float16, bfloat16);
+  // float summation order differs, and with int8 and bfloat16 (whose
+  // layers round their inputs) an input that lands near a rounding
+  // midpoint in one path may round the other way, which deeper layers
+  // amplify a little (bfloat16 measured up to 0.0035 of the largest logit,
+  // AMD EPYC, 2026-12-05).
+  bool rounded = type() == frontend::ComputeType::Int8 ||
+                 type() == frontend::ComputeType::BFloat16;
+  EXPECT_LE(c.worst, (rounded ? 5e-3 : 1e-4) * std::max(1.0, c.range));
 }
 
 std::string

@@ -19,6 +19,23 @@ namespace {
 // Dense layers
 //===----------------------------------------------------------------------===//
 
+/// The float32 `bits` (i32) of a bfloat16 value, a subnormal one (exponent
+/// bits zero) replaced by a zero of its sign, as vdpbf16ps reads operands.
+static Value flushSubnormal(KernelBuilder &k, Value bits) {
+  OpBuilder &b = k.builder();
+  Location loc = k.location();
+  auto bitsOf = [&](uint32_t v) -> Value {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  };
+  Value subnormal = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::eq,
+      b.create<arith::AndIOp>(loc, bits, bitsOf(0x7f800000)), bitsOf(0));
+  return b.create<arith::SelectOp>(
+      loc, subnormal, b.create<arith::AndIOp>(loc, bits, bitsOf(0x80000000)),
+      bits);
+}
+
 static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
   switch (act) {
   case Activation::none:
@@ -41,10 +58,41 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
   llvm_unreachable("unknown activation");
 }
 
+/// A float32 `x` as a bfloat16 layer multiplies it (the runtime's
+/// BFloat16Operands.h): rounded to bfloat16 (to nearest, ties to even; a
+/// NaN stays a NaN) and widened back, a result below bfloat16's normal
+/// range a zero of its sign. Integer operations on the bits, so that no
+/// floating-point mode or fast-math flag can change them.
+static Value bfloat16Operand(KernelBuilder &k, Value x) {
+  OpBuilder &b = k.builder();
+  Location loc = k.location();
+  auto bitsOf = [&](uint32_t v) -> Value {
+    return b.create<arith::ConstantOp>(
+        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  };
+  Value bits = b.create<arith::BitcastOp>(loc, b.getI32Type(), x);
+  Value lastKept = b.create<arith::AndIOp>(
+      loc, b.create<arith::ShRUIOp>(loc, bits, bitsOf(16)), bitsOf(1));
+  Value rounded = b.create<arith::AddIOp>(
+      loc, bits, b.create<arith::AddIOp>(loc, bitsOf(0x7fff), lastKept));
+  Value nan = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ugt,
+      b.create<arith::AndIOp>(loc, bits, bitsOf(0x7fffffff)),
+      bitsOf(0x7f800000));
+  Value quiet = b.create<arith::OrIOp>(loc, bits, bitsOf(0x400000));
+  Value kept = b.create<arith::AndIOp>(
+      loc, b.create<arith::SelectOp>(loc, nan, quiet, rounded),
+      bitsOf(0xffff0000));
+  return b.create<arith::BitcastOp>(loc, b.getF32Type(),
+                                    flushSubnormal(k, kept));
+}
+
 } // namespace
 
 /// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias). An
-/// f16 weight is widened to float32 as it is loaded (F16C on the host).
+/// f16 weight is widened to float32 as it is loaded (F16C on the host); a
+/// bf16 one multiplies x rounded to bfloat16 (bfloat16Operand), its own
+/// subnormals read as zeros, accumulated in float32.
 void mlir::tfm::loops::callFloatLinearKernel(ConversionPatternRewriter &rewriter,
                                   Operation *op, Activation act, Value x,
                                   Value w, Value bias, Value out) {
@@ -54,22 +102,33 @@ void mlir::tfm::loops::callFloatLinearKernel(ConversionPatternRewriter &rewriter
                Value in = a[0], weight = a[1], b = a[2], result = a[3];
                Value zero = k.index(0);
                Value inFeatures = k.dim(weight, 1);
+               bool brain =
+                   cast<MemRefType>(weight.getType()).getElementType().isBF16();
                auto loadWeight = [&](Value n, Value i) -> Value {
                  Value v = k.load(weight, {n, i});
                  if (!v.getType().isF32())
                    v = k.builder().create<arith::ExtFOp>(
                        k.location(), k.builder().getF32Type(), v);
+                 if (brain)
+                   v = k.builder().create<arith::BitcastOp>(
+                       k.location(), k.builder().getF32Type(),
+                       flushSubnormal(
+                           k, k.builder().create<arith::BitcastOp>(
+                                  k.location(), k.builder().getI32Type(), v)));
                  return v;
+               };
+               auto loadInput = [&](Value r, Value t, Value i) -> Value {
+                 Value v = k.load(in, {r, t, i});
+                 return brain ? bfloat16Operand(k, v) : v;
                };
                k.forEachRow(in, [&](Value r, Value t) {
                  k.loop(zero, k.dim(weight, 0), [&](Value n) {
-                   Value dot =
-                       k.reduce(zero, inFeatures, {k.f32(0.0)},
-                                [&](Value i, ValueRange acc) {
-                                  Value p = k.mul(k.load(in, {r, t, i}),
-                                                  loadWeight(n, i));
-                                  return SmallVector<Value>{k.add(acc[0], p)};
-                                })[0];
+                   Value dot = k.reduce(
+                       zero, inFeatures, {k.f32(0.0)},
+                       [&](Value i, ValueRange acc) {
+                         Value p = k.mul(loadInput(r, t, i), loadWeight(n, i));
+                         return SmallVector<Value>{k.add(acc[0], p)};
+                       })[0];
                    Value v = k.add(dot, k.load(b, {n}));
                    k.store(applyActivation(k, act, v), result, {r, t, n});
                  });

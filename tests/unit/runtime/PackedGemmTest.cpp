@@ -2,6 +2,7 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
+#include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/GnuOpenMp.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
@@ -62,11 +63,15 @@ TEST(PackedGemm, Float32Float16AndBFloat16MatchPlainLoops) {
                 halves[i] = tfmc::floatToHalf(w[i]);
                 w[i] = tfmc::halfToFloat(halves[i]);
               }
-            if (format == PanelFormat::BF16)
+            // bfloat16: the input too is rounded (BFloat16Operands.h).
+            std::vector<float> xr = x;
+            if (format == PanelFormat::BF16) {
               for (size_t i = 0; i < w.size(); ++i) {
                 halves[i] = tfmc::floatToBFloat16(w[i]);
                 w[i] = tfmc::bfloat16ToFloat(halves[i]);
               }
+              roundToBFloat16Operands(x.data(), x.size(), xr.data());
+            }
             packed::PackedWeight pw =
                 format == PanelFormat::F16
                     ? packed::packHalves(halves.data(), s.n, s.k)
@@ -78,7 +83,7 @@ TEST(PackedGemm, Float32Float16AndBFloat16MatchPlainLoops) {
               for (int64_t c = 0; c < s.n; ++c) {
                 double want = b[c];
                 for (int64_t i = 0; i < s.k; ++i)
-                  want += double(x[r * s.k + i]) * w[c * s.k + i];
+                  want += double(xr[r * s.k + i]) * w[c * s.k + i];
                 if (act == 1)
                   want = std::max(want, 0.0);
                 else if (act == 2)
@@ -204,6 +209,62 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
             0, std::memcmp(y2.data(), y512.data(), y2.size() * sizeof(float)))
             << "n " << s.n << " k " << s.k << " m " << m << " half " << half;
       }
+}
+
+/// A bfloat16 layer's every output is exactly the bias, then per pair of k
+/// an FMA of the odd k and one of the even k, on the input rounded to
+/// bfloat16 operands and the weights with their subnormals as zeros
+/// (BFloat16Operands.h), on every instruction set here: vdpbf16ps with
+/// avx512_bf16, the AVX2 kernel's widened pairs otherwise. Odd k (a
+/// padded last pair), inputs with runs of zeros (the steps a tile skips),
+/// subnormal inputs and weights, and values halfway between two bfloat16s.
+TEST(PackedGemm, BFloat16SumsArePairsOfFmasOnRoundedInputs) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(13);
+  for (packed::Isa isa : isasHere())
+    for (Shape s : {Shape{100, 33}, Shape{37, 19}, Shape{512, 512},
+                    Shape{48, 77}, Shape{16, 1}})
+      for (int64_t m : {1, 3, 6, 8, 13, 16, 23})
+        for (int32_t act : {0, 1}) {
+          std::vector<float> x = normal(m * s.k, rng),
+                             w = normal(s.n * s.k, rng), b = normal(s.n, rng);
+          for (size_t i = 0; i < x.size(); ++i) {
+            if (i % 3 != 0 || (i / s.k) % 2 == 0)
+              x[i] = i % 7 < 4 ? 0.0f : x[i]; // zeros, most of them paired
+            if (i % 29 == 5)
+              x[i] = 1e-39f; // subnormal: read as zero
+            if (i % 31 == 7) {
+              uint32_t tie = 0x3f808000u; // halfway: rounds to even
+              std::memcpy(&x[i], &tie, sizeof(float));
+            }
+          }
+          std::vector<uint16_t> bits(w.size());
+          for (size_t i = 0; i < w.size(); ++i)
+            bits[i] = i % 37 == 3 ? uint16_t(0x0042) // subnormal weight
+                                  : tfmc::floatToBFloat16(w[i]);
+          packed::PackedWeight pw = packed::packBFloat16(bits.data(), s.n, s.k);
+          std::vector<float> y(m * s.n), xr(x.size());
+          roundToBFloat16Operands(x.data(), x.size(), xr.data());
+          packed::linear(x.data(), m, pw, b.data(), y.data(), act, isa);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t c = 0; c < s.n; ++c) {
+              float acc = b[c];
+              for (int64_t i = 0; i < s.k; i += 2)
+                for (int64_t j = std::min(i + 1, s.k - 1); j >= i; --j)
+                  acc = std::fma(
+                      xr[r * s.k + j],
+                      tfmc::bfloat16ToFloat(bfloat16Operand(bits[c * s.k + j])),
+                      acc);
+              if (act == 1)
+                acc = acc > 0 ? acc : 0.0f;
+              float got = y[r * s.n + c];
+              ASSERT_EQ(0, std::memcmp(&got, &acc, sizeof(float)))
+                  << "isa " << int(isa) << " n " << s.n << " k " << s.k << " m "
+                  << m << " act " << act << " at " << r << "," << c << ": "
+                  << got << " against " << acc;
+            }
+        }
 }
 
 /// Float32 weights that are all halves exactly (a float16 model widened at

@@ -1,0 +1,71 @@
+//===- BFloat16Operands.cpp - rounding a layer's input to bfloat16 --------===//
+#include "runtime/kernels/BFloat16Operands.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+/// Eight floats as bfloat16 operands, in the low halves of 32-bit lanes
+/// (bfloat16OperandOf, lane by lane).
+__attribute__((target("avx2"))) inline __m256i operands8(const float *x) {
+  __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x));
+  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+  // Ties to even: add 0x7fff plus the bit that becomes the last one kept.
+  __m256i rounded = _mm256_add_epi32(
+      bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                             _mm256_and_si256(_mm256_srli_epi32(bits, 16),
+                                              _mm256_set1_epi32(1))));
+  __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x400000));
+  __m256i b = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
+  __m256i subnormal = _mm256_cmpeq_epi32(
+      _mm256_and_si256(b, _mm256_set1_epi32(0x7f80)), _mm256_setzero_si256());
+  return _mm256_blendv_epi8(b, _mm256_and_si256(b, _mm256_set1_epi32(0x8000)),
+                            subnormal);
+}
+
+__attribute__((target("avx2"))) void operandRow(const float *x, int64_t k,
+                                                uint16_t *out) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    // packus works within 128-bit lanes: a0 b0 a1 b1 -> a0 a1 b0 b1.
+    __m256i both = _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(operands8(x + i), operands8(x + i + 8)),
+        _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), both);
+  }
+  for (; i < k; ++i)
+    out[i] = bfloat16OperandOf(x[i]);
+}
+
+bool hasAvx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+} // namespace
+
+void tfmc::runtime::bfloat16Operands(const float *x, int64_t m, int64_t k,
+                                     uint16_t *out) {
+  const int64_t stride = 2 * pairsOf(k);
+  for (int64_t r = 0; r < m; ++r) {
+    uint16_t *row = out + r * stride;
+    if (hasAvx2())
+      operandRow(x + r * k, k, row);
+    else
+      for (int64_t i = 0; i < k; ++i)
+        row[i] = bfloat16OperandOf(x[r * k + i]);
+    if (k % 2)
+      row[k] = 0;
+  }
+}
+
+void tfmc::runtime::roundToBFloat16Operands(const float *x, int64_t count,
+                                            float *out) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = bfloat16ToFloat(bfloat16OperandOf(x[i]));
+}
