@@ -91,8 +91,9 @@ static Value bfloat16Operand(KernelBuilder &k, Value x) {
 
 /// Calls the loop kernel of a linear layer: out = act(x · wᵀ + bias). An
 /// f16 weight is widened to float32 as it is loaded (F16C on the host); a
-/// bf16 one multiplies x rounded to bfloat16 (bfloat16Operand), its own
-/// subnormals read as zeros, accumulated in float32.
+/// bf16 one multiplies each row of x rounded to bfloat16 (bfloat16Operand,
+/// into a stack row), its own subnormals read as zeros, accumulated in
+/// float32.
 void mlir::tfm::loops::callFloatLinearKernel(ConversionPatternRewriter &rewriter,
                                   Operation *op, Activation act, Value x,
                                   Value w, Value bias, Value out) {
@@ -105,23 +106,44 @@ void mlir::tfm::loops::callFloatLinearKernel(ConversionPatternRewriter &rewriter
                bool brain =
                    cast<MemRefType>(weight.getType()).getElementType().isBF16();
                auto loadWeight = [&](Value n, Value i) -> Value {
+                 OpBuilder &ob = k.builder();
+                 Location loc = k.location();
                  Value v = k.load(weight, {n, i});
+                 if (brain) {
+                   // Widened on the bits (the upper half of a float32),
+                   // a subnormal as a zero.
+                   Value bits = ob.create<arith::ShLIOp>(
+                       loc,
+                       ob.create<arith::ExtUIOp>(loc, ob.getI32Type(),
+                                                 ob.create<arith::BitcastOp>(
+                                                     loc, ob.getI16Type(), v)),
+                       ob.create<arith::ConstantOp>(loc,
+                                                    ob.getI32IntegerAttr(16)));
+                   return ob.create<arith::BitcastOp>(loc, ob.getF32Type(),
+                                                      flushSubnormal(k, bits));
+                 }
                  if (!v.getType().isF32())
-                   v = k.builder().create<arith::ExtFOp>(
-                       k.location(), k.builder().getF32Type(), v);
-                 if (brain)
-                   v = k.builder().create<arith::BitcastOp>(
-                       k.location(), k.builder().getF32Type(),
-                       flushSubnormal(
-                           k, k.builder().create<arith::BitcastOp>(
-                                  k.location(), k.builder().getI32Type(), v)));
+                   v = ob.create<arith::ExtFOp>(loc, ob.getF32Type(), v);
                  return v;
                };
+               // A bf16 layer's row, rounded once into a stack row.
+               Value rounded;
+               if (brain)
+                 rounded = k.builder().create<memref::AllocaOp>(
+                     k.location(),
+                     MemRefType::get(
+                         {cast<MemRefType>(weight.getType()).getDimSize(1)},
+                         k.builder().getF32Type()),
+                     k.builder().getI64IntegerAttr(64));
                auto loadInput = [&](Value r, Value t, Value i) -> Value {
-                 Value v = k.load(in, {r, t, i});
-                 return brain ? bfloat16Operand(k, v) : v;
+                 return brain ? k.load(rounded, {i}) : k.load(in, {r, t, i});
                };
                k.forEachRow(in, [&](Value r, Value t) {
+                 if (brain)
+                   k.loop(zero, inFeatures, [&](Value i) {
+                     k.store(bfloat16Operand(k, k.load(in, {r, t, i})), rounded,
+                             {i});
+                   });
                  k.loop(zero, k.dim(weight, 0), [&](Value n) {
                    Value dot = k.reduce(
                        zero, inFeatures, {k.f32(0.0)},
