@@ -64,6 +64,29 @@ void tfmc::runtime::bfloat16Operands(const float *x, int64_t m, int64_t k,
   }
 }
 
+__attribute__((target("avx2"))) static void
+widenAvx2(const uint16_t *in, int64_t count, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i *>(out + i),
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+                              reinterpret_cast<const __m128i *>(in + i))),
+                          16));
+  for (; i < count; ++i)
+    out[i] = tfmc::bfloat16ToFloat(in[i]);
+}
+
+void tfmc::runtime::widenBFloat16Operands(const uint16_t *in, int64_t count,
+                                          float *out) {
+  if (hasAvx2()) {
+    widenAvx2(in, count, out);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = tfmc::bfloat16ToFloat(in[i]);
+}
+
 void tfmc::runtime::roundToBFloat16Operands(const float *x, int64_t count,
                                             float *out) {
   for (int64_t i = 0; i < count; ++i)

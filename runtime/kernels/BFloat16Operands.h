@@ -44,6 +44,9 @@ void bfloat16Operands(const float *x, int64_t m, int64_t k, uint16_t *out);
 /// Pairs of k in a bfloat16 layer's rows (k rounded up to even, halved).
 constexpr int64_t pairsOf(int64_t k) { return (k + 1) / 2; }
 
+/// `count` bfloat16 values widened to floats (exactly).
+void widenBFloat16Operands(const uint16_t *in, int64_t count, float *out);
+
 /// `count` floats rounded to bfloat16 operands and widened back: the
 /// values a bfloat16 layer multiplies.
 void roundToBFloat16Operands(const float *x, int64_t count, float *out);

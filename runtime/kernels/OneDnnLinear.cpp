@@ -210,9 +210,12 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   if (shareable && teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
                               brain ? PanelType::BF16 : PanelType::F16))
     return;
-  // bfloat16 takes the packed kernels at any row count: with avx512_bf16
-  // they multiply at twice sgemm's rate.
-  if (usePacked(m) || (brain && packed::availableOnThisCpu())) {
+  // bfloat16 takes the packed kernels at any row count where they run
+  // vdpbf16ps (twice sgemm's multiply rate); elsewhere larger layers
+  // go to oneDNN's sgemm on the rounded inputs (below), faster there than
+  // the AVX2 kernel's widened pairs (base model, batch 64, encoder: 0.85 s
+  // against 2.07 s a batch, TFMC_KERNEL_ISA=avx2 on an AMD EPYC Zen 5).
+  if (usePacked(m) || (brain && packed::bfloat16DotRuns())) {
     // Halves stay halves: the kernel widens them, half the bytes move.
     const packed::PackedWeight &pw = panels(
         w.aligned + w.offset, n, k, brain ? PanelType::BF16 : PanelType::F16);

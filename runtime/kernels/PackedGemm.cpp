@@ -57,6 +57,11 @@ Isa packed::isaFor(const char *forced, bool avx512Runs, std::string &note) {
   return best;
 }
 
+bool packed::bfloat16DotRuns(Isa isa) {
+  return isa == Isa::Avx512 && runs(Isa::Avx512) &&
+         avx512::bfloat16DotAvailable();
+}
+
 Isa packed::preferredIsa() {
   static const Isa isa = [] {
     std::string note;
@@ -124,10 +129,10 @@ template <PanelFormat Format> constexpr int64_t panelRowBytes() {
 /// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. With
 /// Prefetch, the tile also prefetches `rows` of the next panel at the same
 /// pace, into L1 (run() says which tiles, which rows). With bfloat16 panels
-/// a step is a pair of k, and x holds the rows' bfloat16 operands in pairs
-/// (bfloat16Operands(), each pair one 32-bit word; k counts pairs): each
-/// pair widened, the odd k's FMA before the even one's, as vdpbf16ps adds
-/// them.
+/// a step is a pair of k (k counts pairs), and x holds the rows' bfloat16
+/// operands widened to floats, rows 2k apart (widenBFloat16Operands()):
+/// each pair of the panel widened, the odd k's FMA before the even one's,
+/// as vdpbf16ps adds them.
 template <int Rows, PanelFormat Format, bool Prefetch, bool Sparse>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
@@ -158,11 +163,9 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
       __m256 even1 = _mm256_castsi256_ps(_mm256_slli_epi32(q1, 16));
       __m256 odd1 = _mm256_castsi256_ps(_mm256_and_si256(q1, upper));
       for (int r = 0; r < Rows; ++r) {
-        int32_t word;
-        std::memcpy(&word, x + r * k + c, sizeof(word));
-        __m256i pair = _mm256_set1_epi32(word);
-        __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pair, upper));
-        __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));
+        const float *pair = x + r * 2 * k + 2 * c;
+        __m256 odd = _mm256_broadcast_ss(pair + 1);
+        __m256 even = _mm256_broadcast_ss(pair);
         lo[r] = _mm256_fmadd_ps(odd, odd0, lo[r]);
         lo[r] = _mm256_fmadd_ps(even, even0, lo[r]);
         hi[r] = _mm256_fmadd_ps(odd, odd1, hi[r]);
@@ -291,7 +294,7 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
       float *at = y + t.row * ldy + (col - firstColumn);
       float *out = full ? at : scratch;
       int64_t ld = full ? ldy : kPanel;
-      const float *xr = x + t.row * k;
+      const float *xr = x + t.row * k * (Format == PanelFormat::BF16 ? 2 : 1);
       if (tileIndex == 0 || (split && tileIndex == 1))
         tileRows<Format, true>(plan, t, xr, k, panel, nextPanel,
                                split ? PrefetchRows{1, int64_t(tileIndex)}
@@ -661,8 +664,8 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
                            bool skipZeros) {
   const bool brain = w.format() == PanelFormat::BF16;
   // bfloat16 panels take the AVX-512 kernel only with vdpbf16ps.
-  bool wide = isa == Isa::Avx512 && runs(Isa::Avx512) &&
-              (!brain || avx512::bfloat16DotAvailable());
+  bool wide =
+      brain ? bfloat16DotRuns(isa) : isa == Isa::Avx512 && runs(Isa::Avx512);
   const int64_t n = w.n, firstColumn = firstPanel * kPanel;
   // Only a call that runs the whole layer on this thread prefetches the
   // next one's start: of a layer cut into column shares (threads here, or
@@ -678,16 +681,25 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
   // A bfloat16 layer's kernels read its input rounded, in pairs: a pair of
   // k is a step, skipped where both of its values are zero in every row of
   // a tile (the pair's 32 bits read as a float are then ±0).
+  // The AVX-512 kernel takes the pairs as they are, the AVX2 one widened
+  // to floats (broadcast from memory, as the float32 kernel's inputs).
   thread_local std::vector<uint16_t> callerOperands;
-  const float *in = x;
+  thread_local std::vector<float> callerWidened;
+  const float *in = x, *planned = x;
   if (brain) {
     size_t size = static_cast<size_t>(m) * 2 * pairsOf(w.k);
     if (callerOperands.size() < size)
       callerOperands.resize(size);
     bfloat16Operands(x, m, w.k, callerOperands.data());
-    in = reinterpret_cast<const float *>(callerOperands.data());
+    planned = in = reinterpret_cast<const float *>(callerOperands.data());
+    if (!wide) {
+      if (callerWidened.size() < size)
+        callerWidened.resize(size);
+      widenBFloat16Operands(callerOperands.data(), size, callerWidened.data());
+      in = callerWidened.data();
+    }
   }
-  planRowTiles(in, m, brain ? pairsOf(w.k) : w.k, skipZeros, callerPlan,
+  planRowTiles(planned, m, brain ? pairsOf(w.k) : w.k, skipZeros, callerPlan,
                wide ? kWideTileRows : kNarrowTileRows);
   const RowTiles &plan = callerPlan;
   forPanelShares(endPanel - firstPanel, threads, [&](int64_t first,

@@ -59,6 +59,10 @@ bool runs(Isa isa);
 /// The best of them here (AVX-512 where it runs and TFMC_KERNEL_ISA is not
 /// "avx2"); what linear() and int8Products() use by default.
 Isa preferredIsa();
+/// Whether bfloat16 panels run through vdpbf16ps with the kernels of `isa`
+/// (AVX-512 on a CPU with avx512_bf16); otherwise through the AVX2 kernel's
+/// widened pairs, the same sums at float32's multiply rate.
+bool bfloat16DotRuns(Isa isa = preferredIsa());
 /// The kernels for a TFMC_KERNEL_ISA value (`forced`, null when unset) on a
 /// CPU where AVX-512 does or does not run: "avx2" forces the AVX2 kernels,
 /// "avx512" asks for the AVX-512 ones; a value that cannot be honoured
