@@ -252,7 +252,8 @@ __attribute__((target("avx2,fma,f16c"))) void
 run(const float *x, const RowTiles &plan, const PackedWeight &w,
     const float *bias, float *y, int64_t ldy, int64_t firstColumn,
     int64_t firstPanel, int64_t endPanel, const char *after) {
-  // k steps, or pairs of them for bfloat16 (x holds its pairs then).
+  // k steps, or pairs of them for bfloat16 (x then holds the rounded
+  // inputs as floats, rows 2k apart: tile()).
   const int64_t n = w.n, k = Format == PanelFormat::BF16 ? pairsOf(w.k) : w.k;
   const size_t panelElements =
       kPanel * k * (Format == PanelFormat::BF16 ? 2 : 1);
