@@ -18,9 +18,10 @@
 // (each layer's merged QKV, self-attention output, cross-attention query and
 // output, ff1, ff2, then the output projection) one after another, as a
 // decoder step streams them, and prints the step's GFLOP/s (median of 100
-// steps), float32 and int8, per row count.
+// steps), float32, bfloat16 and int8, per row count.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
@@ -48,6 +49,10 @@ extern "C" void _mlir_ciface_tfm_rt_linear_f16(MemRefDescriptor<3> *,
                                                MemRefDescriptor<2, uint16_t> *,
                                                MemRefDescriptor<1> *,
                                                MemRefDescriptor<3> *, int32_t);
+extern "C" void _mlir_ciface_tfm_rt_linear_bf16(MemRefDescriptor<3> *,
+                                                MemRefDescriptor<2, uint16_t> *,
+                                                MemRefDescriptor<1> *,
+                                                MemRefDescriptor<3> *, int32_t);
 extern "C" void _mlir_ciface_tfm_rt_linear_i8(MemRefDescriptor<3> *,
                                               MemRefDescriptor<2, int8_t> *,
                                               MemRefDescriptor<1> *,
@@ -87,14 +92,15 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
   struct Layer {
     int64_t n, k;
     std::vector<float> w, bias;
+    std::vector<uint16_t> brain;
     QuantizedMatrix q;
   };
   std::vector<Layer> step;
   for (int64_t l = 0; l < layers; ++l)
     for (auto [n, k] : {std::pair{3 * d, d}, std::pair{d, d}, std::pair{d, d},
                         std::pair{d, d}, std::pair{ff, d}, std::pair{d, ff}})
-      step.push_back({n, k, {}, {}, {}});
-  step.push_back({vocab, d, {}, {}, {}});
+      step.push_back({n, k, {}, {}, {}, {}});
+  step.push_back({vocab, d, {}, {}, {}, {}});
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 0.05f);
   int64_t widest = 0;
@@ -104,10 +110,12 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
       v = dist(rng);
     l.bias.assign(l.n, 0.1f);
     l.q = quantizeRows(l.w.data(), l.n, l.k);
+    for (float v : l.w)
+      l.brain.push_back(tfmc::floatToBFloat16(v));
     widest = std::max({widest, l.n, l.k});
   }
-  std::printf("| decoder step, %lld layers | M | tfmc f32 GFLOP/s | tfmc int8 "
-              "(GOP/s) |\n|---|---|---|---|\n",
+  std::printf("| decoder step, %lld layers | M | tfmc f32 GFLOP/s | tfmc bf16 "
+              "GFLOP/s | tfmc int8 (GOP/s) |\n|---|---|---|---|---|\n",
               (long long)layers);
   for (int64_t m : rowCounts) {
     std::vector<float> x(m * widest), y(m * widest);
@@ -116,7 +124,8 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
     double flops = 0;
     for (const Layer &l : step)
       flops += 2.0 * m * l.n * l.k;
-    auto median = [&](bool int8) {
+    enum Kind { F32, BF16, I8 };
+    auto median = [&](Kind kind) {
       std::vector<double> times;
       for (int rep = 0; rep < 103; ++rep) {
         auto start = std::chrono::steady_clock::now();
@@ -124,10 +133,13 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
           MemRefDescriptor<3> xd = rows3(x.data(), m, l.k),
                               yd = rows3(y.data(), m, l.n);
           MemRefDescriptor<1> bd = vector1(l.bias.data(), l.n);
-          if (int8) {
+          if (kind == I8) {
             auto wd = matrix(l.q.values.data(), l.n, l.k);
             MemRefDescriptor<1> sd = vector1(l.q.scales.data(), l.n);
             _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, 0);
+          } else if (kind == BF16) {
+            auto wd = matrix(l.brain.data(), l.n, l.k);
+            _mlir_ciface_tfm_rt_linear_bf16(&xd, &wd, &bd, &yd, 0);
           } else {
             auto wd = matrix(l.w.data(), l.n, l.k);
             _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, 0);
@@ -142,14 +154,14 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
                        times.end());
       return times[times.size() / 2];
     };
-    double f32 = median(false), i8 = median(true);
+    double f32 = median(F32), bf16 = median(BF16), i8 = median(I8);
     std::string err = takeKernelError();
     if (!err.empty()) {
       std::fprintf(stderr, "error: %s\n", err.c_str());
       return 1;
     }
-    std::printf("| | %lld | %.1f | %.1f |\n", (long long)m, flops / f32 / 1e9,
-                flops / i8 / 1e9);
+    std::printf("| | %lld | %.1f | %.1f | %.1f |\n", (long long)m,
+                flops / f32 / 1e9, flops / bf16 / 1e9, flops / i8 / 1e9);
   }
   return 0;
 }
