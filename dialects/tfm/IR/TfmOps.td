@@ -92,8 +92,10 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
     The weight may be stored in a smaller type (`tfm-quantize`); the
     arithmetic stays float32 unless said otherwise:
     * `f16`: IEEE half weights, widened to float32 in the kernel.
-    * `bf16`: bfloat16 weights (the upper half of a float32), widened to
-      float32 in the kernel.
+    * `bf16`: bfloat16 weights (the upper half of a float32) times the
+      input rounded to bfloat16 (to nearest, ties to even; subnormal
+      operands read as zeros), products summed in float32: what
+      `vdpbf16ps` and AMX compute.
     * `i8`: symmetric per-output-row quantization, `W[n, k] ≈ scale[n] ·
       Wq[n, k]` with `Wq` in [-127, 127]; the `scale` operand (float32, one
       per output row) is required. The kernel quantizes each input row
