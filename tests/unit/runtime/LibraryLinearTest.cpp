@@ -8,7 +8,9 @@
 // rows, against one call over all of them.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
 #include "runtime/kernels/StepTeam.h"
 #include "tests/unit/runtime/RandomData.h"
@@ -16,6 +18,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 extern "C" void
@@ -30,6 +33,12 @@ extern "C" void _mlir_ciface_tfm_rt_linear_argmax(
     tfmc::runtime::MemRefDescriptor<1, int32_t> *never, int64_t eos,
     tfmc::runtime::MemRefDescriptor<1, int32_t> *allow,
     tfmc::runtime::MemRefDescriptor<1, int32_t> *out);
+extern "C" void
+_mlir_ciface_tfm_rt_linear_bf16(tfmc::runtime::MemRefDescriptor<3> *x,
+                                tfmc::runtime::MemRefDescriptor<2, uint16_t> *w,
+                                tfmc::runtime::MemRefDescriptor<1> *b,
+                                tfmc::runtime::MemRefDescriptor<3> *y,
+                                int32_t activation);
 extern "C" void
 _mlir_ciface_tfm_rt_linear_i8(tfmc::runtime::MemRefDescriptor<3> *x,
                               tfmc::runtime::MemRefDescriptor<2, int8_t> *w,
@@ -93,6 +102,54 @@ TEST(LibraryLinear, Float32MatchesPlainLoopsOnEveryRoute) {
     // Packed copies are keyed by the weight's address (as the WeightStore
     // does when it frees a weight).
     releaseKernelWeights(w.data());
+  }
+  setKernelThreads(1);
+}
+
+/// bfloat16 on every route: bias, then per pair of k the odd k's FMA and
+/// the even k's, on the input rounded to bfloat16 (BFloat16Operands.h).
+/// Bit for bit where the packed kernels run (every route with AVX2; the
+/// 700-row layers in 256-row chunks where vdpbf16ps runs); oneDNN's sgemm
+/// on the rounded inputs (700 rows without vdpbf16ps) sums in its own
+/// order.
+TEST(LibraryLinear, BFloat16MatchesItsDefinitionOnEveryRoute) {
+  std::mt19937 rng(13);
+  const int64_t n = 40, k = 25; // a ragged last panel, an odd k
+  for (Route route : kRoutes) {
+    setKernelThreads(static_cast<int>(route.threads));
+    std::vector<float> x = normal(route.rows * k, rng), w = normal(n * k, rng),
+                       b = normal(n, rng), y(route.rows * n, NAN);
+    std::vector<uint16_t> bits(w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      bits[i] = tfmc::floatToBFloat16(w[i]);
+    auto xd = rows3(x, route.batch, route.rows, k);
+    auto yd = rows3(y, route.batch, route.rows, n);
+    auto wd = matrix(bits, n, k);
+    auto bd = vector1(b);
+    _mlir_ciface_tfm_rt_linear_bf16(&xd, &wd, &bd, &yd, /*relu*/ 1);
+    ASSERT_EQ(takeKernelError(), "");
+    bool exact = route.rows <= 256 || packed::bfloat16DotRuns();
+    std::vector<float> xr(x.size());
+    roundToBFloat16Operands(x.data(), x.size(), xr.data());
+    for (int64_t r = 0; r < route.rows; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        float want = b[c];
+        for (int64_t i = 0; i < k; i += 2)
+          for (int64_t j = std::min(i + 1, k - 1); j >= i; --j)
+            want = std::fma(xr[r * k + j],
+                            tfmc::bfloat16ToFloat(bits[c * k + j]), want);
+        want = std::max(want, 0.0f);
+        float got = y[r * n + c];
+        if (exact)
+          ASSERT_EQ(0, std::memcmp(&got, &want, sizeof(float)))
+              << route.rows << " rows, " << route.threads << " threads, at "
+              << r << "," << c << ": " << got << " against " << want;
+        else
+          ASSERT_NEAR(got, want, 1e-5 * (1 + std::fabs(want)))
+              << route.rows << " rows, " << route.threads << " threads, at "
+              << r << "," << c;
+      }
+    releaseKernelWeights(bits.data());
   }
   setKernelThreads(1);
 }
