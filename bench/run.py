@@ -126,7 +126,8 @@ def sorted_rows(tfmc, model, work, vocab, lines=256, repeats=3):
 def cpu_summary():
     """The CPU, its vector extensions and last-level cache: what the kernel
     ratios depend on (the packed kernels run AVX-512 VNNI where it exists,
-    and weights that fit in the cache stream faster than memory)."""
+    bfloat16 layers vdpbf16ps, and weights that fit in the cache stream
+    faster than memory)."""
     model, flags = "unknown CPU", set()
     try:
         for line in open("/proc/cpuinfo"):
@@ -139,6 +140,12 @@ def cpu_summary():
         pass
     isa = "AVX-512 + VNNI" if {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags \
         else "AVX2 + FMA" if {"avx2", "fma"} <= flags else "no AVX2"
+    # bfloat16 layers run vdpbf16ps where it exists; AMX is named so that
+    # figures say whether it was there (no kernel uses it).
+    if isa == "AVX-512 + VNNI" and "avx512_bf16" in flags:
+        isa += " + BF16"
+    if "amx_tile" in flags:
+        isa += " + AMX (unused)"
     if os.environ.get("TFMC_KERNEL_ISA") == "avx2" and "AVX-512" in isa:
         isa += " (TFMC_KERNEL_ISA=avx2: AVX2 kernels)"
     cache = ""

@@ -277,6 +277,12 @@ std::string tfmc::runtime::hostDescription() {
                         ? "AVX-512 + VNNI"
                     : has({"avx2", "fma"}) ? "AVX2 + FMA"
                                            : "no AVX2";
+  // bfloat16 layers run vdpbf16ps where it exists (PackedGemm.h); AMX is
+  // named so that figures say whether it was there (no kernel uses it).
+  if (isa == "AVX-512 + VNNI" && has({"avx512_bf16"}))
+    isa += " + BF16";
+  if (has({"amx_tile"}))
+    isa += " + AMX (unused)";
   const char *forced = std::getenv("TFMC_KERNEL_ISA");
   if (forced && std::strcmp(forced, "avx2") == 0 &&
       isa.find("AVX-512") != std::string::npos)
