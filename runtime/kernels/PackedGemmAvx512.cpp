@@ -29,7 +29,7 @@ using namespace tfmc::runtime::packed;
 #define TFMC_AVX512_VNNI                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define TFMC_AVX512_BF16                                                       \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+  __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c,avx512bf16")))
 
 bool packed::avx512::available() {
   static const bool ok = __builtin_cpu_supports("avx512f") &&
@@ -66,6 +66,37 @@ template <PanelFormat Format> constexpr int64_t panelRowBytes() {
 /// In a tile's `prefetchPanels`: prefetch into L2 (T1) rather than L1.
 constexpr unsigned kIntoL2 = 4;
 
+/// A tile's prefetch at step `c` for its panel `p` (tile()).
+inline void prefetchStep(const char *ahead, int p, int64_t panelBytes,
+                         int64_t c, int64_t rowBytes, unsigned prefetchPanels) {
+  if (!(prefetchPanels >> p & 1))
+    return;
+  const char *line = ahead + p * panelBytes + c * rowBytes;
+  if (prefetchPanels & kIntoL2)
+    _mm_prefetch(line, _MM_HINT_T1);
+  else
+    _mm_prefetch(line, _MM_HINT_T0);
+}
+
+/// Every row's accumulators start from the bias.
+template <int Rows, int Panels>
+TFMC_AVX512 inline void startFromBias(__m512 (&acc)[Rows][Panels],
+                                      const float *bias) {
+  for (int p = 0; p < Panels; ++p) {
+    __m512 b = _mm512_loadu_ps(bias + p * kPanel);
+    for (int r = 0; r < Rows; ++r)
+      acc[r][p] = b;
+  }
+}
+
+template <int Rows, int Panels>
+TFMC_AVX512 inline void storeTile(__m512 (&acc)[Rows][Panels], float *out,
+                                  int64_t ldy) {
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p)
+      _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
+}
+
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
 /// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
@@ -78,28 +109,16 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       const char *ahead, unsigned prefetchPanels,
                       const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
-  for (int p = 0; p < Panels; ++p) {
-    __m512 b = _mm512_loadu_ps(bias + p * kPanel);
-    for (int r = 0; r < Rows; ++r)
-      acc[r][p] = b;
-  }
+  startFromBias(acc, bias);
   const char *base = static_cast<const char *>(panel);
   constexpr int64_t rowBytes = panelRowBytes<Format>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     __m512 w[Panels];
     for (int p = 0; p < Panels; ++p) {
-      const char *pp = base + p * panelBytes;
-      if constexpr (Prefetch) {
-        const char *line = ahead + p * panelBytes + c * rowBytes;
-        if (prefetchPanels >> p & 1) {
-          if (prefetchPanels & kIntoL2)
-            _mm_prefetch(line, _MM_HINT_T1);
-          else
-            _mm_prefetch(line, _MM_HINT_T0);
-        }
-      }
-      w[p] = loadPanelRow<Format>(pp, c);
+      if constexpr (Prefetch)
+        prefetchStep(ahead, p, panelBytes, c, rowBytes, prefetchPanels);
+      w[p] = loadPanelRow<Format>(base + p * panelBytes, c);
     }
     for (int r = 0; r < Rows; ++r) {
       __m512 a = _mm512_set1_ps(x[r * k + c]);
@@ -107,9 +126,7 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
         acc[r][p] = _mm512_fmadd_ps(a, w[p], acc[r][p]);
     }
   }
-  for (int r = 0; r < Rows; ++r)
-    for (int p = 0; p < Panels; ++p)
-      _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
+  storeTile(acc, out, ldy);
 }
 
 /// tile() for bfloat16 pairs: x holds the rows' operands in pairs (k
@@ -120,28 +137,17 @@ dotTile(const float *x, int64_t k, const int32_t *steps, int64_t count,
         const void *panel, int64_t panelBytes, const char *ahead,
         unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
-  for (int p = 0; p < Panels; ++p) {
-    __m512 b = _mm512_loadu_ps(bias + p * kPanel);
-    for (int r = 0; r < Rows; ++r)
-      acc[r][p] = b;
-  }
+  startFromBias(acc, bias);
   const char *base = static_cast<const char *>(panel);
   constexpr int64_t rowBytes = panelRowBytes<PanelFormat::BF16>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
     __m512bh w[Panels];
     for (int p = 0; p < Panels; ++p) {
-      const char *pp = base + p * panelBytes;
-      if constexpr (Prefetch) {
-        const char *line = ahead + p * panelBytes + c * rowBytes;
-        if (prefetchPanels >> p & 1) {
-          if (prefetchPanels & kIntoL2)
-            _mm_prefetch(line, _MM_HINT_T1);
-          else
-            _mm_prefetch(line, _MM_HINT_T0);
-        }
-      }
-      w[p] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pp + c * rowBytes));
+      if constexpr (Prefetch)
+        prefetchStep(ahead, p, panelBytes, c, rowBytes, prefetchPanels);
+      w[p] = reinterpret_cast<__m512bh>(
+          _mm512_loadu_si512(base + p * panelBytes + c * rowBytes));
     }
     for (int r = 0; r < Rows; ++r) {
       int32_t word;
@@ -151,9 +157,7 @@ dotTile(const float *x, int64_t k, const int32_t *steps, int64_t count,
         acc[r][p] = _mm512_dpbf16_ps(acc[r][p], a, w[p]);
     }
   }
-  for (int r = 0; r < Rows; ++r)
-    for (int p = 0; p < Panels; ++p)
-      _mm512_storeu_ps(out + r * ldy + p * kPanel, acc[r][p]);
+  storeTile(acc, out, ldy);
 }
 
 template <int Rows, int Panels, PanelFormat Format, bool Prefetch>

@@ -19,15 +19,18 @@ namespace {
 // Dense layers
 //===----------------------------------------------------------------------===//
 
+/// An i32 constant of the bits `v`.
+static Value i32Constant(KernelBuilder &k, uint32_t v) {
+  return k.builder().create<arith::ConstantOp>(
+      k.location(), k.builder().getI32IntegerAttr(static_cast<int32_t>(v)));
+}
+
 /// The float32 `bits` (i32) of a bfloat16 value, a subnormal one (exponent
 /// bits zero) replaced by a zero of its sign, as vdpbf16ps reads operands.
 static Value flushSubnormal(KernelBuilder &k, Value bits) {
   OpBuilder &b = k.builder();
   Location loc = k.location();
-  auto bitsOf = [&](uint32_t v) -> Value {
-    return b.create<arith::ConstantOp>(
-        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
-  };
+  auto bitsOf = [&](uint32_t v) { return i32Constant(k, v); };
   Value subnormal = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::eq,
       b.create<arith::AndIOp>(loc, bits, bitsOf(0x7f800000)), bitsOf(0));
@@ -66,10 +69,7 @@ static Value applyActivation(KernelBuilder &k, Activation act, Value v) {
 static Value bfloat16Operand(KernelBuilder &k, Value x) {
   OpBuilder &b = k.builder();
   Location loc = k.location();
-  auto bitsOf = [&](uint32_t v) -> Value {
-    return b.create<arith::ConstantOp>(
-        loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
-  };
+  auto bitsOf = [&](uint32_t v) { return i32Constant(k, v); };
   Value bits = b.create<arith::BitcastOp>(loc, b.getI32Type(), x);
   Value lastKept = b.create<arith::AndIOp>(
       loc, b.create<arith::ShRUIOp>(loc, bits, bitsOf(16)), bitsOf(1));
