@@ -681,27 +681,31 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
   thread_local RowTiles callerPlan;
   // A bfloat16 layer's kernels read its input rounded, in pairs: a pair of
   // k is a step, skipped where both of its values are zero in every row of
-  // a tile (the pair's 32 bits read as a float are then ±0).
-  // The AVX-512 kernel takes the pairs as they are, the AVX2 one widened
-  // to floats (broadcast from memory, as the float32 kernel's inputs).
+  // a tile (planPairTiles). The AVX-512 kernel takes the pairs as they
+  // are, the AVX2 one widened to floats (broadcast from memory, as the
+  // float32 kernel's inputs).
   thread_local std::vector<uint16_t> callerOperands;
   thread_local std::vector<float> callerWidened;
-  const float *in = x, *planned = x;
+  const float *in = x;
+  const int rowsPerTile = wide ? kWideTileRows : kNarrowTileRows;
   if (brain) {
     size_t size = static_cast<size_t>(m) * 2 * pairsOf(w.k);
     if (callerOperands.size() < size)
       callerOperands.resize(size);
     bfloat16Operands(x, m, w.k, callerOperands.data());
-    planned = in = reinterpret_cast<const float *>(callerOperands.data());
+    const auto *pairs =
+        reinterpret_cast<const uint32_t *>(callerOperands.data());
+    planPairTiles(pairs, m, pairsOf(w.k), skipZeros, callerPlan, rowsPerTile);
+    in = reinterpret_cast<const float *>(pairs);
     if (!wide) {
       if (callerWidened.size() < size)
         callerWidened.resize(size);
       widenBFloat16Operands(callerOperands.data(), size, callerWidened.data());
       in = callerWidened.data();
     }
+  } else {
+    planRowTiles(x, m, w.k, skipZeros, callerPlan, rowsPerTile);
   }
-  planRowTiles(planned, m, brain ? pairsOf(w.k) : w.k, skipZeros, callerPlan,
-               wide ? kWideTileRows : kNarrowTileRows);
   const RowTiles &plan = callerPlan;
   forPanelShares(endPanel - firstPanel, threads, [&](int64_t first,
                                                     int64_t end) {

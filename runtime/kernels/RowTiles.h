@@ -67,6 +67,14 @@ bool worthSkipping(const float *x, int64_t m, int64_t k);
 void planRowTiles(const float *x, int64_t m, int64_t k, bool skipZeros,
                   RowTiles &plan, int maxRows);
 
+/// planRowTiles() for a bfloat16 layer's input in pairs (bfloat16Operands():
+/// rows of k 32-bit words, each a pair of k): a step is a pair, zero where
+/// both of its values are ±0, tested on the bits (never through a float
+/// comparison, which a subnormal-as-zero mode would fool: a pair whose odd
+/// value is zero reads as a subnormal float).
+void planPairTiles(const uint32_t *pairs, int64_t m, int64_t k, bool skipZeros,
+                   RowTiles &plan, int maxRows);
+
 } // namespace tfmc::runtime::packed
 
 #endif // RUNTIME_KERNELS_ROWTILES_H

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include <immintrin.h>
+
 using namespace tfmc::runtime::packed;
 
 namespace {
@@ -141,6 +143,41 @@ TEST(RowTiles, WorthSkippingLooksAtTheFirstRowAndTile) {
   // No zeros in the first row.
   std::fill(x.begin(), x.begin() + k, 2.0f);
   EXPECT_FALSE(worthSkipping(x.data(), m, k));
+}
+
+/// A bfloat16 layer's steps are pairs of k (32-bit words): a pair is zero
+/// only where both of its values are ±0, whatever the floating-point mode.
+/// A pair whose odd value is zero and even one is not reads as a subnormal
+/// float; with subnormals taken as zero (MXCSR DAZ, as -ffast-math
+/// programs set it) a float comparison would call it zero and skip it.
+TEST(RowTiles, PairsAreZeroOnlyWhenBothValuesAreZero) {
+  SKIP_WITHOUT_AVX2();
+  const int64_t k = 21, m = 3; // 8-wide blocks and a tail
+  const unsigned saved = _mm_getcsr();
+  for (unsigned mode : {saved, saved | 0x8040u}) { // + FTZ and DAZ
+    _mm_setcsr(mode);
+    std::vector<uint32_t> pairs(m * k, 0);
+    for (int64_t c = 0; c < k; ++c) {
+      if (c % 4 == 1)
+        pairs[c] = 0x00003f80u; // even k 1.0, odd k 0
+      if (c % 4 == 2)
+        pairs[k + c] = 0x3f800000u; // odd k 1.0 in the second row
+      if (c % 4 == 3)
+        pairs[2 * k + c] = 0x80008000u; // -0 and -0: zero
+    }
+    pairs[0] = 0x00000001u; // even k the smallest subnormal bfloat16
+    RowTiles plan;
+    planPairTiles(pairs.data(), m, k, true, plan, kNarrowTileRows);
+    _mm_setcsr(saved);
+    ASSERT_EQ(plan.tiles.size(), 2u); // rows 0-1, row 2
+    std::vector<int32_t> want;
+    for (int32_t c = 0; c < k; ++c)
+      if (c == 0 || c % 4 == 1 || c % 4 == 2)
+        want.push_back(c);
+    EXPECT_EQ(stepsOf(plan, plan.tiles[0], k), want) << "mode " << mode;
+    EXPECT_EQ(stepsOf(plan, plan.tiles[1], k), std::vector<int32_t>())
+        << "mode " << mode;
+  }
 }
 
 } // namespace
