@@ -5,7 +5,9 @@
 // for reading (sum of 256 MiB) and copying (256 MiB memcpy), best of 5:
 // the same probe `tfmc profile` runs (runtime/kernels/MachineProbe); and,
 // with N > 1, the vector FMA rate of N threads together against one alone
-// (probeVectorScaling: what N threads can gain at most on this machine).
+// (probeVectorScaling: what N threads can gain at most on this machine);
+// and where the CPU has avx512_bf16, one thread's vdpbf16ps rate on
+// registers alone (the peak of bfloat16 layers).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/MachineProbe.h"
@@ -28,6 +30,8 @@ int main(int argc, char **argv) {
   std::printf("{\"threads\": %d, \"sgemm_gflops\": %.1f, \"read_gbs\": %.1f, "
               "\"copy_gbs\": %.1f",
               m.threads, m.sgemmGflops, m.readGBs, m.copyGBs);
+  if (double dot = tfmc::runtime::probeBFloat16DotGflops(); dot > 0)
+    std::printf(", \"bf16_dot_gflops\": %.1f", dot);
   if (m.threads > 1) {
     tfmc::runtime::VectorScaling v =
         tfmc::runtime::probeVectorScaling(m.threads);

@@ -302,8 +302,10 @@ def main():
           f"(batch 1)\n")
     print(cpu_summary())
     for t, lim in limits.items():
+        dot = (f", vdpbf16ps {lim['bf16_dot_gflops']:.1f} GFLOP/s (one thread, registers only)"
+               if "bf16_dot_gflops" in lim else "")
         print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
-              f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s")
+              f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s{dot}")
     # What more threads can gain here at most: vector arithmetic, memory
     # reads and oneDNN's own sgemm, t threads against one (issue 28's
     # two-thread targets are ratios of the same kind).
@@ -320,6 +322,11 @@ def main():
           "large float weight (the shortlist); the bound column counts those bytes. "
           "bfloat16 and int8 multiply faster than float32 (vdpbf16ps, vpdpbusd), so "
           "their % sgemm can pass 100%.\n")
+    # bfloat16 layers multiply with vdpbf16ps where the CPU has it (not
+    # under TFMC_KERNEL_ISA=avx2): their own peak is that instruction's
+    # rate, t threads at most t times one thread's.
+    dot_peak = {t: t * lim["bf16_dot_gflops"] for t, lim in limits.items()
+                if "bf16_dot_gflops" in lim and os.environ.get("TFMC_KERNEL_ISA") != "avx2"}
     if args.baseline:
         print(f"vs baseline: tokens/s of build/bin/tfmc over those of {args.baseline}, "
               f"runs alternating, medians of {max(1, args.repeats)}; paired: the median "
@@ -362,6 +369,12 @@ def main():
     if pairs:
         print(f"tfmc, more threads against 1, paired (median of {max(1, args.repeats)} "
               f"repeats' ratios): " + ", ".join(pairs))
+    dots = [f"batch {r['batch']} threads {r['threads']}: "
+            f"{100 * r['tfmc'] * fpt / 1e9 / dot_peak[r['threads']]:.0f}%"
+            for r in rows if r["ct"] == "bfloat16" and r["threads"] in dot_peak]
+    if dots:
+        print("tfmc bfloat16 against the vdpbf16ps rate (one thread's on registers "
+              "alone, times the threads): " + ", ".join(dots))
 
     # The table's "% sgemm" and bound divide a row's median by the probe
     # taken at the start, minutes before or after most of the row's runs;

@@ -54,6 +54,11 @@ struct VectorScaling {
 };
 VectorScaling probeVectorScaling(int threads, int repeats = 3);
 
+/// GFLOP/s of one thread's vdpbf16ps (avx512_bf16) on registers alone,
+/// best of `repeats` runs of ~0.05 s: the multiply rate bfloat16 layers
+/// can reach here (PackedGemm.h); 0 without avx512_bf16.
+double probeBFloat16DotGflops(int repeats = 3);
+
 /// "cpu: MODEL, ISA" as bench/run.py prints it: the CPU's model name and
 /// the instruction sets the kernels use here (AVX-512 + VNNI, AVX2 + FMA),
 /// with a TFMC_KERNEL_ISA override named.
