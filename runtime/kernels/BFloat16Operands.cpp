@@ -87,8 +87,22 @@ void tfmc::runtime::widenBFloat16Operands(const uint16_t *in, int64_t count,
     out[i] = tfmc::bfloat16ToFloat(in[i]);
 }
 
+__attribute__((target("avx2"))) static void
+roundAvx2(const float *x, int64_t count, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
+                        _mm256_slli_epi32(operands8(x + i), 16));
+  for (; i < count; ++i)
+    out[i] = tfmc::bfloat16ToFloat(bfloat16OperandOf(x[i]));
+}
+
 void tfmc::runtime::roundToBFloat16Operands(const float *x, int64_t count,
                                             float *out) {
+  if (hasAvx2()) {
+    roundAvx2(x, count, out);
+    return;
+  }
   for (int64_t i = 0; i < count; ++i)
-    out[i] = bfloat16ToFloat(bfloat16OperandOf(x[i]));
+    out[i] = tfmc::bfloat16ToFloat(bfloat16OperandOf(x[i]));
 }
