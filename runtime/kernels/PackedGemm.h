@@ -29,6 +29,7 @@
 #define RUNTIME_KERNELS_PACKEDGEMM_H
 
 #include "frontends/model/PageMemory.h"
+#include "runtime/kernels/KernelIsa.h"
 
 #include <cstdint>
 #include <string>
@@ -49,26 +50,6 @@ constexpr int kWideTileRows = 8;
 
 /// Panels of a weight with `n` output columns.
 constexpr int64_t panelCount(int64_t n) { return (n + kPanel - 1) / kPanel; }
-
-bool availableOnThisCpu();
-
-/// The instruction sets the kernels are written for.
-enum class Isa { Avx2, Avx512 };
-/// Whether this CPU runs the kernels of `isa`.
-bool runs(Isa isa);
-/// The best of them here (AVX-512 where it runs and TFMC_KERNEL_ISA is not
-/// "avx2"); what linear() and int8Products() use by default.
-Isa preferredIsa();
-/// Whether bfloat16 panels run through vdpbf16ps with the kernels of `isa`
-/// (AVX-512 on a CPU with avx512_bf16); otherwise through the AVX2 kernel's
-/// widened pairs, the same sums at float32's multiply rate.
-bool bfloat16DotRuns(Isa isa = preferredIsa());
-/// The kernels for a TFMC_KERNEL_ISA value (`forced`, null when unset) on a
-/// CPU where AVX-512 does or does not run: "avx2" forces the AVX2 kernels,
-/// "avx512" asks for the AVX-512 ones; a value that cannot be honoured
-/// ("avx512" without AVX-512, "amx": this build has no AMX kernels, or an
-/// unknown name) gives the best kernels here and one line in `note`.
-Isa isaFor(const char *forced, bool avx512Runs, std::string &note);
 
 /// How float panels store their values: float32, IEEE half (widened to
 /// float32 exactly in the kernels) or bfloat16 pairs (multiplied with the

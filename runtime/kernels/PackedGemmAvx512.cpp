@@ -31,19 +31,6 @@ using namespace tfmc::runtime::packed;
 #define TFMC_AVX512_BF16                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c,avx512bf16")))
 
-bool packed::avx512::available() {
-  static const bool ok = __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni");
-  return ok;
-}
-
-bool packed::avx512::bfloat16DotAvailable() {
-  static const bool ok = available() && __builtin_cpu_supports("avx512bf16");
-  return ok;
-}
-
 namespace {
 
 /// Panel row `c` of float32 or IEEE-half panels, as floats.

@@ -12,10 +12,6 @@
 
 namespace tfmc::runtime::packed::avx512 {
 
-/// AVX-512 F/BW/VL with VNNI.
-bool available();
-/// ... and avx512_bf16 (vdpbf16ps), which bfloat16 panels need here.
-bool bfloat16DotAvailable();
 /// y = x · Wᵀ + bias (no activation) for float32 or float16 panels, or
 /// bfloat16 ones where bfloat16DotAvailable() (x then holds the rows'
 /// bfloat16 operands in pairs, k counting pairs), the columns of panels

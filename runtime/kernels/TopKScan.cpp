@@ -1,6 +1,8 @@
 //===- TopKScan.cpp - beam search's candidates over blocks of logits ------===//
 #include "runtime/kernels/TopKScan.h"
 
+#include "runtime/kernels/KernelIsa.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -128,15 +130,11 @@ sumExpAvx512(const float *values, int64_t count, float max) {
   return sumExpFrom(values, v, count, max, lanes);
 }
 
-/// AVX-512 unless the CPU lacks it or TFMC_KERNEL_ISA=avx2 asks for the
-/// packed kernels' AVX2 path (architecture.md): the test suite's AVX2 run
-/// (tests/e2e/CMakeLists.txt) then covers this scan's AVX2 path as well.
+/// AVX-512 where the packed kernels run theirs (KernelIsa.h: not where
+/// TFMC_KERNEL_ISA=avx2 asks for the AVX2 kernels), so the test suite's AVX2
+/// run (tests/e2e/CMakeLists.txt) covers this scan's AVX2 path as well.
 bool haveAvx512() {
-  static const bool ok = [] {
-    const char *forced = std::getenv("TFMC_KERNEL_ISA");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") &&
-           !(forced && std::strcmp(forced, "avx2") == 0);
-  }();
+  static const bool ok = packed::preferredIsa() == packed::Isa::Avx512;
   return ok;
 }
 
