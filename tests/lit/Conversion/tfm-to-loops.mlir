@@ -118,7 +118,7 @@ func.func @attention_key_rows(%q: tensor<?x1x8xf32>, %k: tensor<?x?x8xf32>, %l: 
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: memref.prefetch %{{.+}}, read, locality<2>, data
+// CHECK: memref.prefetch %{{.+}}, read, locality<3>, data
 // CHECK-COUNT-2: vector.fma
 // CHECK: memref.store %{{.+}}, %[[SCORES]]
 // CHECK: vector.reduction <maximumf>
