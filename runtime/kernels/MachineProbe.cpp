@@ -1,6 +1,8 @@
 //===- MachineProbe.cpp - this host's limits, measured --------------------===//
 #include "runtime/kernels/MachineProbe.h"
+
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/KernelIsa.h"
 
 #include "frontends/model/PageMemory.h"
 
@@ -320,9 +322,9 @@ std::string tfmc::runtime::hostDescription() {
     isa += " + BF16";
   if (has({"amx_tile"}))
     isa += " + AMX (unused)";
-  const char *forced = std::getenv("TFMC_KERNEL_ISA");
-  if (forced && std::strcmp(forced, "avx2") == 0 &&
-      isa.find("AVX-512") != std::string::npos)
+  // The kernels' own choice (KernelIsa.h), so the line names what ran.
+  if (packed::runs(packed::Isa::Avx512) &&
+      packed::preferredIsa() == packed::Isa::Avx2)
     isa += " (TFMC_KERNEL_ISA=avx2: AVX2 kernels)";
   return "cpu: " + model + ", " + isa;
 }
