@@ -480,28 +480,6 @@ TEST(PackedGemm, SplitInsideAParallelRegionComputesEveryColumn) {
         0, std::memcmp(c.one.data(), out.data(), c.one.size() * sizeof(float)));
 }
 
-/// TFMC_KERNEL_ISA: avx2 forces the AVX2 kernels; what cannot be honoured
-/// falls back to the best kernels here with one note.
-TEST(PackedGemm, KernelIsaOverride) {
-  std::string note;
-  EXPECT_EQ(packed::isaFor(nullptr, true, note), packed::Isa::Avx512);
-  EXPECT_TRUE(note.empty());
-  EXPECT_EQ(packed::isaFor("", false, note), packed::Isa::Avx2);
-  EXPECT_TRUE(note.empty());
-  EXPECT_EQ(packed::isaFor("avx2", true, note), packed::Isa::Avx2);
-  EXPECT_TRUE(note.empty());
-  EXPECT_EQ(packed::isaFor("avx512", true, note), packed::Isa::Avx512);
-  EXPECT_TRUE(note.empty());
-  EXPECT_EQ(packed::isaFor("avx512", false, note), packed::Isa::Avx2);
-  EXPECT_NE(note.find("does not run the AVX-512 kernels"), std::string::npos);
-  EXPECT_EQ(packed::isaFor("amx", true, note), packed::Isa::Avx512);
-  EXPECT_EQ(note, "TFMC_KERNEL_ISA=amx: this build has no AMX kernels; using "
-                  "avx512");
-  EXPECT_EQ(packed::isaFor("sse2", false, note), packed::Isa::Avx2);
-  EXPECT_EQ(note, "TFMC_KERNEL_ISA=sse2: expected avx2, avx512 or amx; using "
-                  "avx2");
-}
-
 } // namespace
 
 TEST(PackedGemm, LayersInTurnKeepTheirResults) {
