@@ -60,8 +60,7 @@ Isa packed::isaFor(const char *forced, bool avx512Runs, std::string &note) {
 }
 
 bool packed::bfloat16DotRuns(Isa isa) {
-  return isa == Isa::Avx512 && runs(Isa::Avx512) &&
-         avx512::bfloat16DotAvailable();
+  return isa == Isa::Avx512 && avx512::bfloat16DotAvailable();
 }
 
 Isa packed::preferredIsa() {

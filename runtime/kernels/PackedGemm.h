@@ -32,7 +32,6 @@
 #include "runtime/kernels/KernelIsa.h"
 
 #include <cstdint>
-#include <string>
 #include <utility>
 #include <vector>
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -139,10 +138,9 @@ bool haveAvx512() {
 }
 
 float sumExp(const float *values, int64_t count, float max) {
-  static const bool avx2 = haveAvx2() && __builtin_cpu_supports("fma");
-  return haveAvx512() ? sumExpAvx512(values, count, max)
-         : avx2       ? sumExpAvx2(values, count, max)
-                      : sumExpGeneric(values, count, max);
+  return haveAvx512()                   ? sumExpAvx512(values, count, max)
+         : packed::availableOnThisCpu() ? sumExpAvx2(values, count, max)
+                                        : sumExpGeneric(values, count, max);
 }
 
 constexpr int64_t kBlock = 16;
