@@ -431,7 +431,10 @@ void BatchDecoder::moveSelfCaches(llvm::ArrayRef<int64_t> sources) {
   if (saves && spare.size() < self.size() * usedBytes)
     spare.resize(self.size() * usedBytes);
   for (size_t b = 0; b < self.size(); ++b) {
-    char *data = self[b], *keep = spare.data() + b * usedBytes;
+    // The spare is there only when a cycle needs it (offsetting its null
+    // data() would be undefined).
+    char *data = self[b],
+         *keep = saves ? spare.data() + b * usedBytes : nullptr;
     for (const SlotMove &m : order)
       std::memcpy(m.to == kSpareSlot ? keep : data + m.to * rowSize,
                   m.from == kSpareSlot ? keep : data + m.from * rowSize,
