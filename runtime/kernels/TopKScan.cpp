@@ -22,8 +22,10 @@ constexpr float kLowest = -std::numeric_limits<float>::infinity();
 /// exponent bits. Written branch-free so that the loop below vectorises.
 __attribute__((always_inline)) inline float expNonPositive(float x) {
   x = x < -87.0f ? -87.0f : x;
-  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick.
-  float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick: t's
+  // low mantissa bits hold n.
+  float t = x * 1.44269504f + 12582912.0f;
+  float n = t - 12582912.0f;
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.0f / 720;
   p = p * r + 1.0f / 120;
@@ -32,7 +34,13 @@ __attribute__((always_inline)) inline float expNonPositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // n read from t's bits rather than converted: a NaN x (a model whose
+  // outputs overflowed) then gives a NaN sum without converting NaN to an
+  // integer, which is undefined; for every other x the bits are those of
+  // (int(n) + 127) << 23, which the AVX-512 kernel computes.
+  uint32_t tBits;
+  std::memcpy(&tBits, &t, sizeof(tBits));
+  uint32_t bits = (tBits - 0x4B400000u + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
   return p * scale;
