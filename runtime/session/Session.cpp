@@ -25,30 +25,16 @@ using namespace tfmc::runtime;
 /// Binds the weights (as the store holds them) and the positional table.
 static void bindConstants(CallFrame &frame, const WeightStore &weights,
                           const frontend::Architecture &arch,
-                          const std::vector<float> &positionalTable) {
+                          const PositionTable *positionalTable) {
   for (size_t i = 0; i < frame.function().args.size(); ++i) {
     const ArgSpec &arg = frame.function().args[i];
     if (arg.kind == ArgSpec::Kind::Weight ||
         arg.kind == ArgSpec::Kind::WeightScale)
       frame.bind(static_cast<int>(i), weights.data(arg), arg.shape);
-    else if (arg.name == "positional_table")
-      frame.bind(static_cast<int>(i), positionalTable.data(),
+    else if (arg.name == "positional_table" && positionalTable)
+      frame.bind(static_cast<int>(i), positionalTable->data(),
                  {arch.maxLen, arch.dModel});
   }
-}
-
-/// pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(...), in double.
-static std::vector<float> sinusoidalTable(int64_t maxLen, int64_t d) {
-  std::vector<float> table(maxLen * d);
-  for (int64_t p = 0; p < maxLen; ++p) {
-    for (int64_t i = 0; i < d; i += 2) {
-      double angle = double(p) / std::pow(10000.0, double(i) / double(d));
-      table[p * d + i] = static_cast<float>(std::sin(angle));
-      if (i + 1 < d)
-        table[p * d + i + 1] = static_cast<float>(std::cos(angle));
-    }
-  }
-  return table;
 }
 
 /// Bytes of the weight arguments of `fn` (0 without it): what one call
@@ -106,9 +92,10 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     return compiled.takeError();
   session->compiledModel = std::move(*compiled);
   // Stored position tables are weights; only the sinusoid is computed.
+  // (Their rows are computed as calls need them: PositionTable.h.)
   if (!m.desc.arch.positionTables())
     session->positionalTable =
-        sinusoidalTable(m.desc.arch.maxLen, m.desc.arch.dModel);
+        std::make_unique<PositionTable>(m.desc.arch.maxLen, m.desc.arch.dModel);
   std::optional<mlir::TimingScope> bindTiming;
   if (options.timing)
     bindTiming.emplace(options.timing->nest("bind weights"));
@@ -190,7 +177,7 @@ Session::Frames &Session::acquireFrames() {
                        fr.forward.get(),
                        fr.encodeStates.get()})
     if (f)
-      bindConstants(*f, *weightStore, loaded.desc.arch, positionalTable);
+      bindConstants(*f, *weightStore, loaded.desc.arch, positionalTable.get());
   return fr;
 }
 
@@ -225,6 +212,18 @@ SpecialIds Session::specialIds() const {
 }
 
 int64_t Session::maxSourceTokens() const { return loaded.desc.arch.maxLen - 1; }
+
+void Session::ensurePositions(int64_t positions) {
+  if (positionalTable)
+    positionalTable->ensure(positions);
+}
+
+int64_t Session::paddedSourceLength(const TokenRows &sources) const {
+  int64_t longest = 0;
+  for (const auto &s : sources)
+    longest = std::max<int64_t>(longest, s.size());
+  return std::min(longest, maxSourceTokens()) + 1;
+}
 
 llvm::Error Session::checkIds(const TokenRows &rows, int64_t vocab,
                               llvm::StringRef what) const {

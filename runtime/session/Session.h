@@ -7,6 +7,7 @@
 #include "runtime/decoding/IncrementalDecoder.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
+#include "runtime/session/PositionTable.h"
 #include "runtime/session/WeightStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -215,6 +216,12 @@ private:
                 llvm::function_ref<void(BatchDecoder &)> beforeEncode = {});
   llvm::Error checkIds(const TokenRows &rows, int64_t vocab,
                        llvm::StringRef what) const;
+  /// Computes the positional table's first `positions` rows where they are
+  /// not yet (before a call that reads them: PositionTable.h).
+  void ensurePositions(int64_t positions);
+  /// The length padSources() gives `sources`: the longest row, truncated to
+  /// maxSourceTokens(), and its eos.
+  int64_t paddedSourceLength(const TokenRows &sources) const;
   /// Runs `search` over a decoder for `sources` (shared by greedy and beam).
   template <typename Result, typename Search>
   llvm::Expected<Result> decode(const TokenRows &sources,
@@ -223,7 +230,8 @@ private:
 
   frontend::Model loaded;
   std::unique_ptr<CompiledModel> compiledModel;
-  std::vector<float> positionalTable;
+  /// Sinusoidal encodings (null where the model stores its own tables).
+  std::unique_ptr<PositionTable> positionalTable;
   /// Weights as the compiled functions take them (packed, converted).
   std::unique_ptr<WeightStore> weightStore;
   frontend::ComputeType computeType = frontend::ComputeType::Float32;

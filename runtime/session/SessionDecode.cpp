@@ -58,6 +58,7 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
   shape.maxSteps = maxSteps;
   shape.initialPositions = std::max(initialCachePositions, sureSteps);
   shape.slotsPerRow = slotsPerRow;
+  ensurePositions(std::max(paddedSourceLength(sources), maxSteps));
   auto decoder = std::make_unique<BatchDecoder>(
       *workerFrames.encode, *workerFrames.decodeStep,
       padSources(sources, maxSourceTokens(), specialIds()), shape,

@@ -40,6 +40,7 @@ llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
   if (llvm::Error e = checkIds(sources, loaded.sourceVocab.size(), "source"))
     return std::move(e);
   SourceBatch src = padSources(sources, maxSourceTokens(), specialIds());
+  ensurePositions(src.length);
   EncoderStates states;
   states.batch = src.rows;
   states.length = src.length;
@@ -114,6 +115,7 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   logits.steps = steps;
   logits.vocab = loaded.targetVocab.size();
   logits.values.assign(rows * steps * logits.vocab, 0.0f);
+  ensurePositions(std::max(src.length, steps));
   CallFrame &f = *frames->forward;
   f.bind("src_ids", src.ids.data(), {rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {rows});
