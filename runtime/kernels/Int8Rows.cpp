@@ -23,18 +23,28 @@ quantize8(const float *p, __m256 inv, __m256i offset) {
 __attribute__((target("avx2"))) float
 tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
   const __m256 signMask = _mm256_set1_ps(-0.0f);
-  __m256 vmax = _mm256_setzero_ps();
+  __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= k; i += 8)
-    vmax =
-        _mm256_max_ps(vmax, _mm256_andnot_ps(signMask, _mm256_loadu_ps(x + i)));
+  for (; i + 8 <= k; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(signMask, v));
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
   float lanes[8];
   _mm256_storeu_ps(lanes, vmax);
   float amax = 0;
   for (float l : lanes)
     amax = std::max(amax, l);
-  for (; i < k; ++i)
+  bool nan = _mm256_movemask_ps(unordered) != 0;
+  for (; i < k; ++i) {
     amax = std::max(amax, std::fabs(x[i]));
+    nan |= std::isnan(x[i]);
+  }
+  if (nan || std::isinf(amax)) {
+    // Codes 0 (stored as levels + 1), and outputs NaN (Quantize.h).
+    std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
+    return nonFiniteRowScale();
+  }
   const float levels = static_cast<float>(kActivationLevels);
   const float inv = quantizationFactor(levels, amax);
   const __m256 vinv = _mm256_set1_ps(inv);

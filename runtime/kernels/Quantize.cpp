@@ -33,8 +33,15 @@ QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
 float tfmc::runtime::quantizeActivationRow(const float *x, int64_t n,
                                            int levels, int8_t *q) {
   float amax = 0;
-  for (int64_t i = 0; i < n; ++i)
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
     amax = std::max(amax, std::fabs(x[i]));
+    nan |= std::isnan(x[i]);
+  }
+  if (nan || std::isinf(amax)) {
+    std::fill(q, q + n, int8_t(0));
+    return nonFiniteRowScale();
+  }
   float lv = static_cast<float>(levels);
   float inv = quantizationFactor(lv, amax);
   for (int64_t i = 0; i < n; ++i)

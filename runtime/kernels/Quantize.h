@@ -40,8 +40,18 @@ struct QuantizedMatrix {
 
 QuantizedMatrix quantizeRows(const float *w, int64_t rows, int64_t cols);
 
+/// The scale of an activation row that holds a NaN or an infinity: its
+/// codes are all 0 and its scale NaN, so every output of the row is NaN, as
+/// float32 arithmetic would make it (a model whose activations overflowed
+/// is then said to be so: its logits are not numbers), rather than finite
+/// values from codes of nothing. The loops path's int8 kernel does the same.
+inline float nonFiniteRowScale() {
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
 /// Quantizes one activation row of `n` values to [-levels, levels] into
-/// `q`; returns the row's scale (0 for an all-zero row).
+/// `q`; returns the row's scale (0 for an all-zero row; a row with a NaN
+/// or an infinity: nonFiniteRowScale()).
 float quantizeActivationRow(const float *x, int64_t n, int levels, int8_t *q);
 
 } // namespace tfmc::runtime

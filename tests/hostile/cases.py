@@ -365,6 +365,24 @@ for name, extra in [("st-overflowing-output-greedy", []),
               "plain scan under repetition guards): a row whose chosen logit is "
               "not finite ends there and the line is warned about")
 
+# The same, inside the decoder: its first FFN overflows, and the NaN it
+# leaves reaches every later layer's input. int8 compute quantizes those
+# inputs: a row that is not numbers must stay so (codes 0, scale NaN), not
+# become finite codes of nothing (which translated every line to an empty
+# one with a finite score, unsaid, on the library path until 2026-12-05).
+OVERFLOWING_FFN = st_tensor("decoder_layers.0.feed_forward.linear1.weight",
+                            lambda v: [max(min(x * 1e38, 3.4e38), -3.4e38) for x in v])
+for name, extra in [("st-overflowing-activations", []),
+                    ("st-overflowing-activations-int8", ["--compute-type", "int8"]),
+                    ("st-overflowing-activations-int8-loops",
+                     ["--compute-type", "int8", "--kernels=loops"]),
+                    ("st-overflowing-activations-int8-beam",
+                     ["--compute-type", "int8", "--beam-size", "2", "--scores"])]:
+    case(name, "safetensors: NaN/Inf values", [base(), OVERFLOWING_FFN, BASE_TEXT],
+         translate(*extra), {"exit": 0, "stdout_lines": 3, "stderr_has": NOT_NUMBERS},
+         note="finite weights whose products overflow inside the decoder: on every "
+              "compute type and kernel path the lines are warned about")
+
 case("st-weights-missing", "safetensors: path", [base(), remove(ST)], COMPILE,
      model_error(ST, "cannot open file"))
 case("st-weights-directory", "safetensors: path", [base(), remove(ST), mkdir(ST)], COMPILE,

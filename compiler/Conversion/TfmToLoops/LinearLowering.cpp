@@ -206,10 +206,23 @@ static void callQuantizedLinearKernel(ConversionPatternRewriter &rewriter,
                   k.f32(std::numeric_limits<float>::infinity())));
           Value inv =
               ob.create<arith::SelectOp>(loc, any, factor, k.f32(0.0));
-          Value xScale = k.div(amax, levels);
+          // A row with a NaN or an infinity (max|x| is then one: maximumf
+          // keeps NaN): codes 0 and scale NaN, so its outputs are NaN, as
+          // the runtime's nonFiniteRowScale() (Quantize.h).
+          Value finite = ob.create<arith::CmpFOp>(
+              loc, arith::CmpFPredicate::OLT, amax,
+              k.f32(std::numeric_limits<float>::infinity()));
+          Value xScale = ob.create<arith::SelectOp>(
+              loc, finite, k.div(amax, levels),
+              k.f32(std::numeric_limits<float>::quiet_NaN()));
           k.loop(zero, width, [&](Value i) {
             Value v = ob.create<math::RoundEvenOp>(
                 loc, k.mul(k.load(in, {r, t, i}), inv));
+            // x · 0 is NaN where x is not finite: code 0 there rather than
+            // a NaN converted to an integer (poison).
+            Value number =
+                ob.create<arith::CmpFOp>(loc, arith::CmpFPredicate::ORD, v, v);
+            v = ob.create<arith::SelectOp>(loc, number, v, k.f32(0.0));
             k.store(ob.create<arith::FPToSIOp>(loc, i8, v), row, {i});
           });
           k.loop(zero, k.dim(weight, 0), [&](Value n) {

@@ -6,7 +6,9 @@
 // CHECK: call @tfm_linear_relu.DxDx8.16x8f16.16.DxDx16
 // int8 weights: per row, max |x| -> levels / max (63), round half to even
 // into an i8 stack row; int32 dot products of sign-extended bytes; then
-// acc * (x scale * w scale[n]) + bias.
+// acc * (x scale * w scale[n]) + bias. A row whose max |x| is not finite
+// (NaN kept by maximumf, or infinite) gets the scale NaN, and codes 0
+// where x · 0 is NaN (never a NaN converted to an integer).
 // CHECK-LABEL: func.func @quantized
 // CHECK: call @tfm_linear_q_none.DxDx8.16x8i8.16.16.DxDx16
 // CHECK-LABEL: func.func private @tfm_linear_relu.DxDx8.16x8f16
@@ -16,10 +18,17 @@
 // CHECK: arith.constant 6.300000e+01 : f32
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<8xi8>
 // CHECK: math.absf
+// CHECK: arith.maximumf
 // CHECK: arith.cmpf ogt
 // CHECK: arith.cmpf olt, %{{.+}}, %cst{{.*}} : f32
-// CHECK: math.roundeven
-// CHECK: arith.fptosi {{.*}} : f32 to i8
+// CHECK: %[[FINITE:.+]] = arith.cmpf olt, %[[AMAX:.+]], %{{.+}} : f32
+// CHECK: %[[SCALE:.+]] = arith.divf %[[AMAX]]
+// CHECK: %[[NAN:.+]] = arith.constant 0x7FC00000 : f32
+// CHECK: arith.select %[[FINITE]], %[[SCALE]], %[[NAN]] : f32
+// CHECK: %[[V:.+]] = math.roundeven
+// CHECK: %[[NUMBER:.+]] = arith.cmpf ord, %[[V]], %[[V]] : f32
+// CHECK: %[[CODE:.+]] = arith.select %[[NUMBER]], %[[V]], %{{.+}} : f32
+// CHECK: arith.fptosi %[[CODE]] : f32 to i8
 // CHECK: arith.extsi {{.*}} : i8 to i32
 // CHECK: arith.muli
 // CHECK: arith.addi

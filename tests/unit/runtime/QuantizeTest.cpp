@@ -118,6 +118,43 @@ TEST(Quantize, RowsTooSmallToScaleGetZeroCodes) {
     }
 }
 
+TEST(Quantize, RowsThatAreNotNumbersGiveANaNScaleAndZeroCodes) {
+  // A NaN or an infinity anywhere in a row (in the vector part or in the
+  // tail of the AVX2 quantizer): codes 0 and the scale NaN, so the row's
+  // outputs are NaN as in float32 (a NaN dropped by max() would leave
+  // finite codes of nothing, and the model's overflow unsaid).
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, -nan, inf, -inf})
+    for (size_t at : {size_t(0), size_t(5), size_t(17), size_t(19)}) {
+      std::vector<float> x(20);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = 0.25f * float(i) - 2.0f;
+      x[at] = bad;
+      std::vector<int8_t> q(x.size(), 7);
+      float s =
+          quantizeActivationRow(x.data(), 20, kActivationLevels, q.data());
+      EXPECT_TRUE(std::isnan(s)) << bad << " at " << at;
+      for (int8_t v : q)
+        EXPECT_EQ(v, 0) << bad << " at " << at;
+      if (__builtin_cpu_supports("avx2")) {
+        std::vector<uint8_t> u(x.size(), 7);
+        EXPECT_TRUE(std::isnan(quantizeRowU8Avx2(x.data(), 20, u.data())))
+            << bad << " at " << at;
+        for (uint8_t v : u)
+          EXPECT_EQ(v, kActivationLevels + 1) << bad << " at " << at;
+        // Dequantized: every output NaN, with or without ReLU after it.
+        std::vector<int32_t> acc(9, 5), rowSums(9, 1);
+        std::vector<float> wScale(9, 0.5f), bias(9, 1.0f), out(9);
+        dequantizeRowAvx2(acc.data(), rowSums.data(), kActivationLevels + 1,
+                          nonFiniteRowScale(), wScale.data(), bias.data(),
+                          out.data(), 9, /*relu=*/false);
+        for (float v : out)
+          EXPECT_TRUE(std::isnan(v));
+      }
+    }
+}
+
 TEST(Quantize, ActivationsSaturateAtTheLevels) {
   // The row's largest magnitude maps to ±levels; nothing lies beyond.
   std::vector<float> x = {1e30f, -1e30f, 5e29f, 1.0f};
