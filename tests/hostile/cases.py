@@ -708,9 +708,19 @@ case("spm-text-invalid-utf8", "SentencePiece",
 case("spm-text-nul", "SentencePiece", [zhen(), text("你好\x00世界", "谢谢。")],
      TRANSLATE, lines_out(2, nonempty_lines=[2]),
      note="NUL bytes are part of a line like any other byte")
+# A line over the reader's 256 KB limit: truncated with a warning, tokenized
+# whole (one sentence: the tokenizer on ~87,000 characters) ...
 case("spm-text-1mb-line", "SentencePiece",
-     [zhen(), text("谢谢。", "我们明天去公园吧。" * 40000, "你好")], TRANSLATE,
+     [zhen(), text("谢谢。", "我们明天去公园吧。" * 40000, "你好")],
+     translate("--split-sentences=off"),
      lines_out(3, nonempty_lines=[1, 2, 3], stderr_has=["warning: input line 2"]))
+# ... and a line of 2,000 sentences, each translated and the translations
+# joined on one output line. (Until 2026-12-05 the 1 MB line was split into
+# its ~9,700 sentences: ~20 s, past the timeout under a sanitizer build
+# sharing the cores.)
+case("spm-text-many-sentences", "SentencePiece",
+     [zhen(), text("谢谢。", "我们明天去公园吧。" * 2000, "你好")], TRANSLATE,
+     lines_out(3, nonempty_lines=[1, 2, 3]))
 case("spm-text-separators", "SentencePiece",
      [zhen(), text("你\r好", "谢\u2028谢", "我\u0085们", "明\x0b天\x0c", "\u2029")], TRANSLATE,
      lines_out(5, nonempty_lines=[1, 2, 3, 4]),
