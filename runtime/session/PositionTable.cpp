@@ -1,5 +1,4 @@
 //===- PositionTable.cpp - sinusoidal encodings, filled on demand ---------===//
-//===//
 #include "runtime/session/PositionTable.h"
 
 #include <algorithm>

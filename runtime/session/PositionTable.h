@@ -1,5 +1,4 @@
 //===- PositionTable.h - sinusoidal encodings, filled on demand -*- C++ -*-===//
-//C++ -*-===//
 //
 // The compiled functions read a [max_len, d_model] table of sinusoidal
 // positional encodings (model.json's "positional_encoding": "sinusoidal";

@@ -218,13 +218,6 @@ void Session::ensurePositions(int64_t positions) {
     positionalTable->ensure(positions);
 }
 
-int64_t Session::paddedSourceLength(const TokenRows &sources) const {
-  int64_t longest = 0;
-  for (const auto &s : sources)
-    longest = std::max<int64_t>(longest, s.size());
-  return std::min(longest, maxSourceTokens()) + 1;
-}
-
 llvm::Error Session::checkIds(const TokenRows &rows, int64_t vocab,
                               llvm::StringRef what) const {
   for (size_t r = 0; r < rows.size(); ++r)

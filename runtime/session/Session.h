@@ -219,9 +219,6 @@ private:
   /// Computes the positional table's first `positions` rows where they are
   /// not yet (before a call that reads them: PositionTable.h).
   void ensurePositions(int64_t positions);
-  /// The length padSources() gives `sources`: the longest row, truncated to
-  /// maxSourceTokens(), and its eos.
-  int64_t paddedSourceLength(const TokenRows &sources) const;
   /// Runs `search` over a decoder for `sources` (shared by greedy and beam).
   template <typename Result, typename Search>
   llvm::Expected<Result> decode(const TokenRows &sources,

@@ -58,10 +58,10 @@ Session::startDecoding(Frames &workerFrames, const TokenRows &sources,
   shape.maxSteps = maxSteps;
   shape.initialPositions = std::max(initialCachePositions, sureSteps);
   shape.slotsPerRow = slotsPerRow;
-  ensurePositions(std::max(paddedSourceLength(sources), maxSteps));
+  SourceBatch src = padSources(sources, maxSourceTokens(), specialIds());
+  ensurePositions(std::max(src.length, maxSteps));
   auto decoder = std::make_unique<BatchDecoder>(
-      *workerFrames.encode, *workerFrames.decodeStep,
-      padSources(sources, maxSourceTokens(), specialIds()), shape,
+      *workerFrames.encode, *workerFrames.decodeStep, std::move(src), shape,
       workerFrames.arena);
   if (workerFrames.decodeGreedy)
     decoder->useGreedyStep(*workerFrames.decodeGreedy, specialIds());
