@@ -86,7 +86,7 @@ __attribute__((target("avx2,fma"))) void tfmc::runtime::dequantizeRowAvx2(
     __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(exact), scale),
                              _mm256_loadu_ps(bias + j));
     if (relu)
-      v = _mm256_max_ps(v, zero);
+      v = _mm256_max_ps(zero, v); // a NaN (second operand) stays
     _mm256_storeu_ps(out + j, v);
   }
   for (; j < n; ++j) {

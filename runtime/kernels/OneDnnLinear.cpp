@@ -170,7 +170,13 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     return;
   }
   try {
-    const LinearPrimitive &p = primitive({m, k, n, activation});
+    // ReLU runs after the primitive, over output still in cache: oneDNN's
+    // (alpha 0) is a vmaxps that turns NaN into 0, where torch.relu keeps
+    // it.
+    bool relu = activation == static_cast<int32_t>(KernelActivation::Relu);
+    const LinearPrimitive &p = primitive(
+        {m, k, n,
+         relu ? static_cast<int32_t>(KernelActivation::None) : activation});
     dnnl::memory src(p.src, engine, x.aligned + x.offset);
     dnnl::memory weights(p.weights, engine, w.aligned + w.offset);
     dnnl::memory bias(p.bias, engine, b.aligned + b.offset);
@@ -186,6 +192,11 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
                                  {DNNL_ARG_DST, dst},
                                  {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
+    if (relu) {
+      float *out = y.aligned + y.offset;
+      for (int64_t i = 0; i < m * n; ++i)
+        out[i] = out[i] < 0 ? 0.0f : out[i];
+    }
   } catch (const dnnl::error &e) {
     fail(std::string("oneDNN: ") + e.what());
   }

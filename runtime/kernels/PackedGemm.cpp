@@ -171,16 +171,17 @@ tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
   }
 }
 
-/// y = act(y) in place, as KernelActivation.
+/// y = act(y) in place, as KernelActivation. ReLU keeps a NaN (as
+/// torch.relu does): vmaxps returns its second operand when either is NaN.
 __attribute__((target("avx2"))) void activate(float *y, int64_t total,
                                              int32_t activation) {
   if (activation == static_cast<int32_t>(KernelActivation::Relu)) {
     const __m256 zero = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= total; i += 8)
-      _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(y + i), zero));
+      _mm256_storeu_ps(y + i, _mm256_max_ps(zero, _mm256_loadu_ps(y + i)));
     for (; i < total; ++i)
-      y[i] = y[i] > 0 ? y[i] : 0.0f;
+      y[i] = y[i] < 0 ? 0.0f : y[i];
   } else if (activation == static_cast<int32_t>(KernelActivation::Gelu)) {
     for (int64_t i = 0; i < total; ++i)
       y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752440f));

@@ -189,6 +189,60 @@ TEST(LibraryLinear, Int8MatchesItsDefinitionOnEveryRoute) {
   setKernelThreads(1);
 }
 
+/// ReLU keeps a NaN (torch.relu(nan) is nan): an input row holding a NaN
+/// gives NaN in every output of that row with the activation on, for
+/// float32, bfloat16 and int8 (whose row scale is then NaN), on every route;
+/// the other rows stay finite. max(v, 0) with v the first operand of
+/// vmaxps gave 0 for them.
+TEST(LibraryLinear, ReluKeepsNotANumber) {
+  std::mt19937 rng(19);
+  const int64_t n = 40, k = 24;
+  for (Route route : kRoutes) {
+    setKernelThreads(static_cast<int>(route.threads));
+    std::vector<float> x = normal(route.rows * k, rng), w = normal(n * k, rng),
+                       b = normal(n, rng);
+    const int64_t nanRow = route.rows / 2;
+    x[nanRow * k + 5] = NAN;
+    std::vector<uint16_t> bits(w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      bits[i] = tfmc::floatToBFloat16(w[i]);
+    QuantizedMatrix q = quantizeRows(w.data(), n, k);
+    auto xd = rows3(x, route.batch, route.rows, k);
+    auto bd = vector1(b);
+    for (const char *type : {"float32", "bfloat16", "int8"}) {
+      std::vector<float> y(route.rows * n, 0.5f);
+      auto yd = rows3(y, route.batch, route.rows, n);
+      if (type[0] == 'f') {
+        auto wd = matrix(w, n, k);
+        _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, /*relu*/ 1);
+      } else if (type[0] == 'b') {
+        auto wd = matrix(bits, n, k);
+        _mlir_ciface_tfm_rt_linear_bf16(&xd, &wd, &bd, &yd, /*relu*/ 1);
+      } else {
+        auto wd = matrix(q.values, n, k);
+        auto sd = vector1(q.scales);
+        _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, /*relu*/ 1);
+      }
+      ASSERT_EQ(takeKernelError(), "");
+      for (int64_t r = 0; r < route.rows; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float v = y[r * n + c];
+          if (r == nanRow)
+            ASSERT_TRUE(std::isnan(v))
+                << type << ", " << route.rows << " rows, " << route.threads
+                << " threads, column " << c << ": " << v;
+          else
+            ASSERT_TRUE(std::isfinite(v) && v >= 0)
+                << type << ", " << route.rows << " rows, at " << r << "," << c;
+        }
+    }
+    releaseKernelWeights(w.data());
+    releaseKernelWeights(bits.data());
+    releaseKernelWeights(q.values.data());
+  }
+  setKernelThreads(1);
+}
+
 /// Members of a StepTeam each call the kernels with their own rows (as the
 /// slices of a decoder step do); the layers meet and split the columns.
 /// Every output must be bit for bit what one call over all the rows gives,
