@@ -35,6 +35,18 @@ struct Row {
   bool done = false;
 };
 
+/// How score x ranks against y: 1 above, -1 below, 0 tied. A NaN ranks above
+/// every number (as torch.sort and torch.topk order it) and ties with another
+/// NaN: a row whose logits went NaN returns a NaN-scored hypothesis, and the
+/// line is warned about, rather than a finite one that finished before (and the
+/// comparisons stay a strict weak order for the sorts).
+int compareScores(double x, double y) {
+  bool xn = std::isnan(x), yn = std::isnan(y);
+  if (xn || yn)
+    return xn == yn ? 0 : xn ? 1 : -1;
+  return x > y ? 1 : x < y ? -1 : 0;
+}
+
 double normalised(double score, int64_t length, double alpha) {
   return score / std::pow(double(length), alpha);
 }
@@ -193,8 +205,8 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
                                 static_cast<int64_t>(h), c.id});
       }
       auto better = [](const Candidate &x, const Candidate &y) {
-        if (x.score != y.score)
-          return x.score > y.score;
+        if (int c = compareScores(x.score, y.score))
+          return c > 0;
         if (x.hypothesis != y.hypothesis)
           return x.hypothesis < y.hypothesis;
         return x.token < y.token;
@@ -252,12 +264,12 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   std::vector<std::vector<Hypothesis>> results(rows);
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<Finished> &f = state[r].finished;
-    std::stable_sort(f.begin(), f.end(),
-                     [](const Finished &x, const Finished &y) {
-                       if (x.hypothesis.score != y.hypothesis.score)
-                         return x.hypothesis.score > y.hypothesis.score;
-                       return x.order < y.order;
-                     });
+    std::stable_sort(
+        f.begin(), f.end(), [](const Finished &x, const Finished &y) {
+          if (int c = compareScores(x.hypothesis.score, y.hypothesis.score))
+            return c > 0;
+          return x.order < y.order;
+        });
     for (size_t i = 0; i < f.size() && static_cast<int64_t>(i) < wanted; ++i)
       results[r].push_back(std::move(f[i].hypothesis));
   }

@@ -377,7 +377,9 @@ for name, extra in [("st-overflowing-activations", []),
                     ("st-overflowing-activations-int8-loops",
                      ["--compute-type", "int8", "--kernels=loops"]),
                     ("st-overflowing-activations-int8-beam",
-                     ["--compute-type", "int8", "--beam-size", "2", "--scores"])]:
+                     ["--compute-type", "int8", "--beam-size", "2", "--scores"]),
+                    ("st-overflowing-activations-beam", ["--beam-size", "2", "--scores"]),
+                    ("st-overflowing-activations-beam-fused", ["--beam-size", "2"])]:
     case(name, "safetensors: NaN/Inf values", [base(), OVERFLOWING_FFN, BASE_TEXT],
          translate(*extra), {"exit": 0, "stdout_lines": 3, "stderr_has": NOT_NUMBERS},
          note="finite weights whose products overflow inside the decoder: on every "
