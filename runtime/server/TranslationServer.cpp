@@ -220,6 +220,15 @@ int serve(Translator &translator, const ServerOptions &options,
   Batcher batcher(translator, options);
   httplib::Server http;
   http.set_payload_max_length(options.maxRequestBytes);
+  // Every open connection holds one of these threads while it sends its
+  // request and while it idles between keep-alive requests (up to 5 s):
+  // httplib's default of 8 let eight idle or slow clients stall every
+  // other request, /health included. Translating happens on the batcher's
+  // thread; these mostly wait.
+  int httpThreads = options.httpThreads;
+  http.new_task_queue = [httpThreads] {
+    return new httplib::ThreadPool(static_cast<size_t>(httpThreads));
+  };
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
   });
@@ -234,13 +243,20 @@ int serve(Translator &translator, const ServerOptions &options,
       return replyError(res, 415,
                         "the body must be a JSON object, not a "
                         "multipart form");
+    // httplib checks the limit against a Content-Length only: a chunked
+    // body is counted here as it arrives (and reading stops past it).
     std::string raw;
+    bool tooLarge = false;
     bool read = content([&](const char *data, size_t length) {
+      if (length > options.maxRequestBytes - raw.size()) {
+        tooLarge = true;
+        return false;
+      }
       raw.append(data, length);
       return true;
     });
-    if (!read)
-      return res.status == 413
+    if (!read || tooLarge)
+      return res.status == 413 || tooLarge
                  ? replyError(res, 413, "the request body is too large")
                  : replyError(res, 400, "the request body could not be read");
     // A field given twice would silently take its last value: refused, as
@@ -295,7 +311,7 @@ int serve(Translator &translator, const ServerOptions &options,
     job->sentences = job->texts.size();
     if (api::splitsSentences(job->options,
                              translator.impl().session->model().desc,
-                             /*scores=*/false)) {
+                             job->options.scores)) {
       job->sentences = api::splitSentenceCount(job->texts);
       if (job->sentences > size_t(options.maxSentencesPerRequest))
         return replyError(
@@ -304,6 +320,14 @@ int serve(Translator &translator, const ServerOptions &options,
                 " once the texts are split into sentences, at most " +
                 std::to_string(options.maxSentencesPerRequest) + ")");
     }
+    // A request the queue can never hold is refused outright (a 503 would
+    // ask for a retry that can never succeed).
+    if (job->sentences > size_t(options.maxQueue))
+      return replyError(
+          res, 413,
+          "too many sentences (" + std::to_string(job->sentences) +
+              ") for the queue, which holds at most " +
+              std::to_string(options.maxQueue) + " (--max-queue)");
     std::future<Result<std::vector<Translation>>> done =
         job->done.get_future();
     if (!batcher.submit(job))

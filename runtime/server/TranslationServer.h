@@ -31,6 +31,10 @@ struct ServerOptions {
   /// Largest request body (bytes) and sentences per request; beyond, 413.
   size_t maxRequestBytes = 1 << 20;
   int maxSentencesPerRequest = 256;
+  /// Connections served at once (cpp-httplib's thread pool; a connection
+  /// holds a thread while it sends its request or idles between
+  /// keep-alive requests). More wait until one is free.
+  int httpThreads = 64;
 };
 
 /// Serves `translator` until SIGINT or SIGTERM. `listening(host, port)` is

@@ -5,18 +5,21 @@
 16 concurrent clients x 25 requests of 1-4 sentences each; every answer
 must equal `tfmc translate`'s translation of the same sentences. Prints
 throughput and p50/p99 latency. Then the error answers: 400 (malformed
-JSON, bad fields), 413 (too many sentences, too large a body), 503 (a
-server whose queue holds nothing), the warnings list (no hypothesis, NaN
-scores), and a clean exit on SIGTERM. Traffic
+JSON, bad fields), 413 (too many sentences, too large a body, also sent
+chunked; more sentences than the queue holds), 503 (a full queue), the
+warnings list (no hypothesis, NaN scores), /health behind a dozen idle
+connections, and a clean exit on SIGTERM. Traffic
 goes to 127.0.0.1 only; every loop is bounded.
 """
 
 import argparse
+import http.client
 import json
 import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -191,10 +194,65 @@ def main():
             assert w["warning"].count("not numbers") == 1, body
         assert stop(proc) == 0
 
-    # A queue that holds nothing answers 503.
-    proc, port = start(args.tfmc, "--max-queue", "0")
+    # A queue that holds nothing is refused at start; a request larger than
+    # the queue can ever hold is a 413, not a 503 to retry forever; a full
+    # queue (one long request being translated, one waiting) answers 503.
+    refused = subprocess.run([args.tfmc, "serve", MODEL, "--port", "0", "--max-queue", "0"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and refused.stderr.startswith("error: ") \
+        and "--max-queue" in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    proc, port = start(args.tfmc, "--max-queue", "1")
+    status, body = post(port, {"text": ["谢谢。", "谢谢。"]})
+    assert status == 413 and "--max-queue" in body["error"], (status, body)
+    # (~2.6 s on two cores: 256 steps of 64 hypotheses.)
+    slow = {"text": ["我们明天去公园吧。"], "beam_size": 64, "min_length": 255, "max_length": 256,
+            "max_length_factor": 0}
+    answers = []
+    busy = threading.Thread(target=lambda: answers.append(post(port, slow, timeout=300)))
+    busy.start()
+    time.sleep(0.5)
+    waiting = threading.Thread(target=lambda: answers.append(post(port, {"text": ["谢谢。"]})))
+    waiting.start()
+    time.sleep(0.5)
     status, body = post(port, {"text": ["谢谢。"]})
-    assert status == 503 and "queue is full" in body["error"], body
+    assert status == 503 and "queue is full" in body["error"], (status, body)
+    busy.join(timeout=300)
+    waiting.join(timeout=300)
+    assert sorted(a[0] for a in answers) == [200, 200], answers
+    assert stop(proc) == 0
+
+    # A chunked body (no Content-Length) is held to --max-request-bytes too.
+    proc, port = start(args.tfmc, "--max-request-bytes", "65536")
+    def chunked(total):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        piece = b"a" * 4096
+        chunks = [b'{"text": ["'] + [piece] * (total // len(piece)) + [b'"]}']
+        conn.request("POST", "/v1/translate", body=iter(chunks), encode_chunked=True,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        out = r.status, json.loads(r.read())
+        conn.close()
+        return out
+    status, body = chunked(2 << 20)
+    assert status == 413 and "too large" in body["error"], (status, body)
+    status, body = chunked(8192)
+    assert status == 200 and len(body["translations"]) == 1, (status, body)
+
+    # Idle connections (open, their request headers unfinished) hold a
+    # thread each: a dozen of them must not stall /health (httplib's own
+    # pool of 8 threads did, for seconds).
+    idle = []
+    for _ in range(12):
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        idle.append(c)
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
+        assert json.loads(r.read()) == {"status": "ok"}
+    waited = time.perf_counter() - t0
+    assert waited < 2, f"/health took {waited:.1f} s behind 12 idle connections"
+    for c in idle:
+        c.close()
     assert stop(proc) == 0
     print("load_test: error answers and shutdown ok")
 

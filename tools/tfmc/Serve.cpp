@@ -20,6 +20,9 @@ namespace cl = llvm::cl;
 namespace tfmc::driver {
 namespace {
 
+/// --http-threads at most (each a thread's stack, mostly waiting).
+constexpr int kMaxHttpThreads = 1024;
+
 class ServeCommand : public Command {
 public:
   explicit ServeCommand(cl::OptionCategory &cat)
@@ -47,6 +50,10 @@ public:
             cl::desc("Sentences per request at most (413 beyond; a text "
                      "split into sentences counts each)"),
             cl::init(256), cl::sub(sub), cl::cat(cat)),
+        httpThreads("http-threads",
+                    cl::desc("Connections served at once (each open "
+                             "connection holds one while it sends or idles)"),
+                    cl::init(64), cl::sub(sub), cl::cat(cat)),
         threads("threads",
                 cl::desc("Threads for compiled code (default: this "
                          "machine's cores; a server's batches use them all)"),
@@ -75,11 +82,14 @@ public:
       return fail(type.takeError());
     if (port < 0 || port > 65535)
       return fail("--port must be 0 to 65535");
-    if (maxBatch < 1 || maxQueue < 0 || batchWindow < 0 || maxRequest < 1 ||
+    if (maxBatch < 1 || maxQueue < 1 || batchWindow < 0 || maxRequest < 1 ||
         maxSentences < 1 || threads < 1)
-      return fail("--max-batch, --max-request-bytes, --max-sentences and "
-                  "--threads must be positive; --max-queue and "
+      return fail("--max-batch, --max-queue, --max-request-bytes, "
+                  "--max-sentences and --threads must be positive; "
                   "--batch-window-ms not negative");
+    if (httpThreads < 1 || httpThreads > kMaxHttpThreads)
+      return fail("--http-threads must be between 1 and " +
+                  std::to_string(kMaxHttpThreads));
     if (threads > kMaxThreads)
       return fail("--threads must be between 1 and " +
                   std::to_string(kMaxThreads));
@@ -106,6 +116,7 @@ public:
     options.batchWindowMs = batchWindow;
     options.maxRequestBytes = static_cast<size_t>(maxRequest);
     options.maxSentencesPerRequest = maxSentences;
+    options.httpThreads = httpThreads;
     std::string error;
     int status = server::serve(
         **translator, options,
@@ -123,7 +134,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, host;
   IntegerOption<int> port, maxBatch, maxQueue, batchWindow, maxRequest,
-      maxSentences, threads;
+      maxSentences, httpThreads, threads;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   CacheOptions cache;
