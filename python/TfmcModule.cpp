@@ -134,9 +134,15 @@ py::list results(const std::vector<tfmc::Translation> &out, int64_t nBest,
 }
 
 /// Sentences as bytes: str is encoded as UTF-8 (lone surrogates from
-/// surrogateescape decoding come back as the original bytes, which the
-/// tokenizer then reports as invalid UTF-8), bytes are taken as they are.
+/// surrogateescape decoding come back as the original bytes, other lone
+/// surrogates as their three-byte forms; the tokenizer then reports either
+/// as invalid UTF-8), bytes are taken as they are. A str or bytes in place
+/// of the list is refused (iterated, it would be one sentence a character).
 std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
+  if (py::isinstance<py::str>(sentences) ||
+      py::isinstance<py::bytes>(sentences))
+    throw py::type_error("sentences must be a list of str or bytes, not one "
+                         "str or bytes");
   std::vector<std::string> out;
   for (py::handle item : sentences) {
     if (py::isinstance<py::bytes>(item)) {
@@ -147,6 +153,11 @@ std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
       throw py::type_error("sentences must be str or bytes");
     py::object encoded = py::reinterpret_steal<py::object>(
         PyUnicode_AsEncodedString(item.ptr(), "utf-8", "surrogateescape"));
+    if (!encoded && PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+      PyErr_Clear();
+      encoded = py::reinterpret_steal<py::object>(
+          PyUnicode_AsEncodedString(item.ptr(), "utf-8", "surrogatepass"));
+    }
     if (!encoded)
       throw py::error_already_set();
     out.push_back(encoded.cast<std::string>());
@@ -196,6 +207,7 @@ PYBIND11_MODULE(_tfmc, m) {
                 self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
                 maxLength, minLength, maxLengthFactor, maxLengthOffset,
                 noRepeatNgramSize, repetitionPenalty, batchSize, false);
+            o.scores = returnScores;
             if (splitSentences != "on" && splitSentences != "off" &&
                 splitSentences != "auto")
               throw py::value_error("split_sentences: expected 'on', 'off' "
@@ -240,6 +252,7 @@ PYBIND11_MODULE(_tfmc, m) {
                 self.get().defaultOptions(), beamSize, nBest, lengthPenalty,
                 maxLength, minLength, maxLengthFactor, maxLengthOffset,
                 noRepeatNgramSize, repetitionPenalty, batchSize, false);
+            o.scores = returnScores;
             auto out = self.run(
                 sources,
                 [&](const std::vector<std::vector<int32_t>> &s) {

@@ -112,12 +112,19 @@ struct TranslateOptions {
   /// nBest > 1 or scores is an error, "auto" is then off. Token ids are
   /// never split.
   std::string splitSentences = "auto";
+  /// Score greedy translations too (`tfmc translate --scores`): greedy
+  /// search then runs as a beam of one, which computes each step's
+  /// log-softmax (a little slower; the same tokens but where the repetition
+  /// guards leave no allowed token: kNoHypothesis). Beam search always
+  /// scores. Like nBest > 1, it cannot go with splitSentences "on" ("auto"
+  /// is then off).
+  bool scores = false;
 };
 
 struct Hypothesis {
   std::string text;         // detokenized (empty for translateIds)
   std::vector<int32_t> ids; // target ids, no bos/eos
-  double score = 0;         // normalised beam score (0 for greedy)
+  double score = 0; // normalised beam score (0 for greedy without scores)
 };
 
 struct Translation {
@@ -149,7 +156,12 @@ struct StreamOptions {
 };
 
 struct StreamStats {
-  int64_t lines = 0, badLines = 0, truncatedLines = 0, generatedTokens = 0;
+  /// Lines read; lines that are errors (bad token ids: an empty output
+  /// line); lines of text that could not be read (invalid UTF-8: an empty
+  /// output line and a warning); lines whose source was truncated to the
+  /// model's max_len; tokens generated.
+  int64_t lines = 0, badLines = 0, unreadableLines = 0, truncatedLines = 0,
+          generatedTokens = 0;
 };
 
 class Translator {
@@ -186,6 +198,8 @@ public:
   /// line to `out`, in order, as `tfmc translate` does (text, or token ids
   /// with `ids`; `scores`: "i ||| translation ||| score" lines). Warnings
   /// and errors go to `diagnostics`; `progress` draws a progress line there.
+  /// An `out` or `diagnostics` that cannot be written (a closed descriptor,
+  /// a full disk) makes the call an error once the input is read.
   Result<StreamStats> translateStream(int in, int out, int diagnostics,
                                       const TranslateOptions &options,
                                       const StreamOptions &stream = {});

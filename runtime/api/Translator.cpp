@@ -138,9 +138,9 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
     return error("split sentences: expected \"on\", \"off\" or \"auto\", "
                  "got \"" +
                  o.splitSentences + "\"");
-  if (o.splitSentences == "on" && o.nBest > 1)
+  if (o.splitSentences == "on" && (o.nBest > 1 || o.scores))
     return error("splitting sentences gives one translation a line: n-best "
-                 "lists need split sentences \"off\"");
+                 "lists and scores need split sentences \"off\"");
   return llvm::Error::success();
 }
 
@@ -331,7 +331,7 @@ decodeAll(runtime::Session &session,
       return sources[a]->size() < sources[b]->size();
     });
   std::vector<std::vector<runtime::Hypothesis>> out(sources.size());
-  bool beam = options.beamSize > 1 || options.nBest > 1;
+  bool beam = options.beamSize > 1 || options.nBest > 1 || options.scores;
   for (size_t first = 0; first < order.size(); first += r.batchSize) {
     size_t end = std::min(order.size(), first + size_t(r.batchSize));
     runtime::TokenRows batch;
@@ -463,7 +463,7 @@ Translator::translate(const std::vector<std::string> &sentences,
     return R::failure(state->tokenizerError);
   const runtime::TextTokenizers &tok = *state->tokenizers;
   if (api::splitsSentences(options, state->session->model().desc,
-                           /*scores=*/false))
+                           options.scores))
     return translateSplit(*state, sentences, options);
   std::vector<Translation> out(sentences.size());
   std::vector<std::optional<std::vector<int32_t>>> sources(sentences.size());
@@ -569,7 +569,7 @@ Result<StreamStats> Translator::translateStream(int in, int out,
   if (!stream.ids && !state->tokenizers)
     return R::failure(state->tokenizerError);
   runtime::TranslateOptions r = api::toRuntimeOptions(options);
-  r.scores = stream.scores || options.nBest > 1;
+  r.scores = stream.scores || options.scores || options.nBest > 1;
   if (options.splitSentences == "on" && (r.scores || stream.ids))
     return R::failure("splitting sentences gives one translation of text a "
                       "line: it cannot go with scores, n-best lists or "
@@ -586,12 +586,29 @@ Result<StreamStats> Translator::translateStream(int in, int out,
   auto stats = runtime::translateStream(
       *state->session, stream.ids ? nullptr : &*state->tokenizers, reader,
       outStream, diagStream, r);
-  outStream.flush();
+  // A stream that failed to write is an error of the call (left set, its
+  // destructor would end the process), the output's before the
+  // diagnostics'.
+  std::string written;
+  auto settle = [&](llvm::raw_fd_ostream &os, const char *name, int fd) {
+    os.flush();
+    if (!os.has_error())
+      return;
+    if (written.empty())
+      written = std::string(name) + ": cannot write to file descriptor " +
+                std::to_string(fd) + ": " + os.error().message();
+    os.clear_error();
+  };
+  settle(outStream, "output", out);
+  settle(diagStream, "diagnostics", diagnostics);
   if (!stats)
     return R::failure(message(stats.takeError()));
+  if (!written.empty())
+    return R::failure(written);
   StreamStats s;
   s.lines = stats->lines;
   s.badLines = stats->badLines;
+  s.unreadableLines = stats->warnedLines;
   s.truncatedLines = stats->truncatedLines;
   s.generatedTokens = stats->generatedTokens;
   return R(s);

@@ -57,6 +57,11 @@ def test_beam_and_nbest(zh_en):
     assert nbest[0][0][0] == best[0]
     scores = [s for _, s in nbest[0]]
     assert scores == sorted(scores, reverse=True)
+    # Greedy scores on request (a beam of one, as `tfmc translate --scores`).
+    greedy = zh_en.translate(["我们明天去公园吧。", "谢谢。"], beam_size=1, return_scores=True)
+    plain = zh_en.translate(["我们明天去公园吧。", "谢谢。"], beam_size=1)
+    assert [h[0][0] for h in greedy] == plain
+    assert all(h[0][1] < 0 for h in greedy), greedy
 
 
 def test_bad_and_empty_sentences(zh_en):
@@ -66,6 +71,17 @@ def test_bad_and_empty_sentences(zh_en):
         zh_en.translate([b"\xff".decode("utf-8", "surrogateescape")])
     with pytest.raises(TypeError):
         zh_en.translate([3])
+    # One string in place of the list would be one sentence a character.
+    for one in ("谢谢。", b"abc"):
+        with pytest.raises(TypeError, match="a list of str or bytes"):
+            zh_en.translate(one)
+    # Any lone surrogate, not only surrogateescape's, is an unreadable
+    # sentence (ValueError; "" with errors="ignore").
+    for lone in ("\ud800abc", "a\udfff", "\udc80"):
+        with pytest.raises(ValueError, match="sentence 0: invalid UTF-8"):
+            zh_en.translate([lone, "谢谢。"])
+        assert zh_en.translate([lone, "谢谢。"], errors="ignore") == \
+            ["", zh_en.translate(["谢谢。"])[0]]
     out = zh_en.translate(["", "谢谢。"], errors="ignore")
     assert out == ["", zh_en.translate(["谢谢。"])[0]] and out[1]
     with pytest.raises(RuntimeError, match="n-best"):

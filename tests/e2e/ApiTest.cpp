@@ -1,0 +1,227 @@
+//===- ApiTest.cpp - the public C++ API (include/tfmc) on the bundled model
+//===//
+//
+// What an embedder relies on beyond the translations themselves (those are
+// checked against the reference through the sessions underneath):
+// translateStream's failures to write come back as an error result (an
+// llvm stream left in error ended the process), greedy scores on request
+// equal `tfmc translate --scores`' (a beam of one), the stream counts
+// unreadable lines, and one Translator serves several threads at once with
+// the results of one.
+//
+//===----------------------------------------------------------------------===//
+#include "tfmc/Translator.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const std::vector<std::string> kSentences = {
+    "我们明天去公园吧。", "谢谢。", "他昨天晚上没有睡觉。", "这本书很有意思。"};
+
+tfmc::Translator &bundled() {
+  static std::unique_ptr<tfmc::Translator> translator = [] {
+    tfmc::LoadOptions load;
+    load.cacheDir = TFMC_E2E_CACHE_DIR;
+    auto t = tfmc::Translator::load(
+        std::string(TFMC_SOURCE_DIR) + "/examples/zh-en/model.json", load);
+    if (!t) {
+      ADD_FAILURE() << t.error();
+      return std::unique_ptr<tfmc::Translator>();
+    }
+    return std::move(*t);
+  }();
+  return *translator;
+}
+
+/// A scratch file holding `text`; removed with the object.
+struct ScratchFile {
+  explicit ScratchFile(const std::string &text) {
+    char name[] = "/tmp/tfmc-api-test-XXXXXX";
+    int fd = mkstemp(name);
+    path = name;
+    if (fd >= 0) {
+      ssize_t written = write(fd, text.data(), text.size());
+      (void)written;
+      close(fd);
+    }
+  }
+  ~ScratchFile() { std::remove(path.c_str()); }
+  std::string read() const {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string path;
+};
+
+std::string lines(const std::vector<std::string> &sentences) {
+  std::string text;
+  for (const std::string &s : sentences)
+    text += s + "\n";
+  return text;
+}
+
+TEST(Api, StreamOutputThatCannotBeWrittenIsAnError) {
+  tfmc::Translator &t = bundled();
+  ScratchFile input(lines(kSentences));
+  int devNull = open("/dev/null", O_WRONLY);
+  ASSERT_GE(devNull, 0);
+  // A full disk.
+  {
+    int in = open(input.path.c_str(), O_RDONLY);
+    int full = open("/dev/full", O_WRONLY);
+    ASSERT_GE(in, 0);
+    ASSERT_GE(full, 0);
+    auto stats = t.translateStream(in, full, devNull, t.defaultOptions());
+    EXPECT_FALSE(stats);
+    EXPECT_NE(stats.error().find("output: cannot write to file descriptor"),
+              std::string::npos)
+        << stats.error();
+    close(in);
+    close(full);
+  }
+  // A descriptor that is not open (diagnostics too), then the same
+  // Translator still works.
+  {
+    int in = open(input.path.c_str(), O_RDONLY);
+    int closed = dup(devNull);
+    close(closed);
+    auto stats = t.translateStream(in, closed, closed, t.defaultOptions());
+    EXPECT_FALSE(stats);
+    EXPECT_NE(stats.error().find("output: cannot write"), std::string::npos)
+        << stats.error();
+    close(in);
+  }
+  ScratchFile output("");
+  int in = open(input.path.c_str(), O_RDONLY);
+  int out = open(output.path.c_str(), O_WRONLY | O_TRUNC);
+  auto stats = t.translateStream(in, out, devNull, t.defaultOptions());
+  close(in);
+  close(out);
+  close(devNull);
+  ASSERT_TRUE(stats) << stats.error();
+  EXPECT_EQ(stats->lines, static_cast<int64_t>(kSentences.size()));
+  auto best = t.translate(kSentences, t.defaultOptions());
+  ASSERT_TRUE(best) << best.error();
+  std::string want;
+  for (const tfmc::Translation &tr : *best)
+    want += tr.best().text + "\n";
+  EXPECT_EQ(output.read(), want);
+}
+
+TEST(Api, GreedyScoresOnRequestAreTheStreamScores) {
+  tfmc::Translator &t = bundled();
+  tfmc::TranslateOptions greedy = t.defaultOptions();
+  greedy.beamSize = 1;
+  auto plain = t.translate(kSentences, greedy);
+  ASSERT_TRUE(plain) << plain.error();
+  greedy.scores = true;
+  auto scored = t.translate(kSentences, greedy);
+  ASSERT_TRUE(scored) << scored.error();
+
+  // The stream's "i ||| text ||| score" lines, as `tfmc translate --scores`.
+  ScratchFile input(lines(kSentences)), output("");
+  int in = open(input.path.c_str(), O_RDONLY);
+  int out = open(output.path.c_str(), O_WRONLY | O_TRUNC);
+  int devNull = open("/dev/null", O_WRONLY);
+  tfmc::StreamOptions stream;
+  stream.scores = true;
+  greedy.scores = false;
+  auto stats = t.translateStream(in, out, devNull, greedy, stream);
+  close(in);
+  close(out);
+  close(devNull);
+  ASSERT_TRUE(stats) << stats.error();
+  std::istringstream streamed(output.read());
+  std::string line;
+  for (size_t i = 0; i < kSentences.size(); ++i) {
+    const tfmc::Hypothesis &h = (*scored)[i].best();
+    EXPECT_EQ(h.text, (*plain)[i].best().text) << i;
+    EXPECT_EQ((*plain)[i].best().score, 0) << i;
+    EXPECT_LT(h.score, 0) << i;
+    ASSERT_TRUE(std::getline(streamed, line));
+    char score[32];
+    std::snprintf(score, sizeof(score), "%.6f", h.score);
+    EXPECT_EQ(line, std::to_string(i) + " ||| " + h.text + " ||| " + score);
+  }
+
+  // With sentences split "on", scores are refused (one translation a line).
+  tfmc::TranslateOptions split = t.defaultOptions();
+  split.splitSentences = "on";
+  split.scores = true;
+  auto refused = t.translate(kSentences, split);
+  EXPECT_FALSE(refused);
+  EXPECT_NE(refused.error().find("scores"), std::string::npos)
+      << refused.error();
+}
+
+TEST(Api, StreamCountsUnreadableLines) {
+  tfmc::Translator &t = bundled();
+  ScratchFile input("谢谢。\n\xff\xfe\n\n我们明天去公园吧。\n");
+  int in = open(input.path.c_str(), O_RDONLY);
+  int out = open("/dev/null", O_WRONLY);
+  auto stats = t.translateStream(in, out, out, t.defaultOptions());
+  close(in);
+  close(out);
+  ASSERT_TRUE(stats) << stats.error();
+  EXPECT_EQ(stats->lines, 4);
+  EXPECT_EQ(stats->unreadableLines, 1);
+  EXPECT_EQ(stats->badLines, 0);
+}
+
+/// One Translator, four threads, greedy and beam calls interleaved: every
+/// result equals the one thread's.
+TEST(Api, ConcurrentCallersGetTheResultsOfOne) {
+  tfmc::Translator &t = bundled();
+  tfmc::TranslateOptions greedy = t.defaultOptions(), beam = greedy;
+  greedy.beamSize = 1;
+  beam.beamSize = 3;
+  beam.nBest = 2;
+  auto wantGreedy = t.translate(kSentences, greedy);
+  auto wantBeam = t.translate(kSentences, beam);
+  ASSERT_TRUE(wantGreedy && wantBeam);
+  auto same = [](const std::vector<tfmc::Translation> &a,
+                 const std::vector<tfmc::Translation> &b) {
+    if (a.size() != b.size())
+      return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].hypotheses.size() != b[i].hypotheses.size())
+        return false;
+      for (size_t k = 0; k < a[i].hypotheses.size(); ++k)
+        if (a[i].hypotheses[k].text != b[i].hypotheses[k].text ||
+            a[i].hypotheses[k].score != b[i].hypotheses[k].score)
+          return false;
+    }
+    return true;
+  };
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 3; ++round) {
+        bool useBeam = (c + round) % 2 == 1;
+        auto got = t.translate(kSentences, useBeam ? beam : greedy);
+        if (!got || !same(*got, useBeam ? *wantBeam : *wantGreedy))
+          failures[c] = useBeam ? "beam differs" : "greedy differs";
+      }
+    });
+  for (std::thread &c : callers)
+    c.join();
+  for (int c = 0; c < 4; ++c)
+    EXPECT_EQ(failures[c], "") << "thread " << c;
+}
+
+} // namespace
