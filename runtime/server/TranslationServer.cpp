@@ -197,11 +197,19 @@ std::string readOptions(const json &body, TranslateOptions &o) {
            "not n_best lists";
   if (o.maxLength < 1 || o.maxLength > 1024)
     return "field 'max_length': expected 1 to 1024";
-  if (o.minLength < 0 || !(o.lengthPenalty >= 0) ||
-      !std::isfinite(o.lengthPenalty) || !(o.maxLengthFactor >= 0) ||
-      !std::isfinite(o.maxLengthFactor) || o.maxLengthOffset < 0 ||
-      o.noRepeatNgramSize < 0 || !runtime::isUsablePenalty(o.repetitionPenalty))
-    return "a decoding option is out of range";
+  if (o.minLength < 0)
+    return "field 'min_length': expected 0 or more";
+  if (!(o.lengthPenalty >= 0) || !std::isfinite(o.lengthPenalty))
+    return "field 'length_penalty': expected a finite number, 0 or more";
+  if (!(o.maxLengthFactor >= 0) || !std::isfinite(o.maxLengthFactor))
+    return "field 'max_length_factor': expected a finite number, 0 or more";
+  if (o.maxLengthOffset < 0)
+    return "field 'max_length_offset': expected 0 or more";
+  if (o.noRepeatNgramSize < 0)
+    return "field 'no_repeat_ngram_size': expected 0 or more";
+  if (!runtime::isUsablePenalty(o.repetitionPenalty))
+    return "field 'repetition_penalty': expected a positive number that "
+           "float32 holds (normal, finite)";
   return "";
 }
 

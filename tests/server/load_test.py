@@ -124,6 +124,11 @@ def main():
     assert status == 400 and "text" in body["error"], body
     status, body = post(port, {"text": ["a"], "beam_size": 0})
     assert status == 400 and "beam_size" in body["error"], body
+    for field, value in [("min_length", -1), ("length_penalty", -0.5),
+                         ("max_length_factor", -1), ("max_length_offset", -3),
+                         ("no_repeat_ngram_size", -1), ("repetition_penalty", 0)]:
+        status, body = post(port, {"text": ["a"], field: value})
+        assert status == 400 and f"field '{field}'" in body["error"], (field, status, body)
     status, body = post(port, {"text": ["a"], "bogus": 1})
     assert status == 400 and "bogus" in body["error"], body
     status, body = post(port, {"text": ["谢谢。"] * 300})
