@@ -9,7 +9,10 @@
 // partial entry and concurrent writers of one key both succeed. A corrupt,
 // truncated or foreign entry is reported as a warning and treated as a
 // miss; a directory that cannot be created or written is a warning, never a
-// failure.
+// failure. The directory is kept under a size: a hit marks its entry used
+// (its modification time), and a store removes the least recently used
+// entries beyond the limit (a rebuilt tfmc, another option or compute type
+// each add entries that nothing reads again).
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMPILER_JIT_COMPILECACHE_H
@@ -19,6 +22,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -35,10 +39,17 @@ public:
     std::string object;
   };
 
+  /// What the entries may take together: $TFMC_CACHE_LIMIT_MB megabytes
+  /// (0: no limit), else 512 MB (the bundled model's entry is ~0.5 MB).
+  static uint64_t defaultLimitBytes();
+
   /// A cache in `directory` (created on first store). Warnings go to
-  /// `warnings` as "warning: compile cache: ..." lines.
-  CompileCache(std::string directory, llvm::raw_ostream &warnings)
-      : directory(std::move(directory)), warnings(warnings) {}
+  /// `warnings` as "warning: compile cache: ..." lines. `limitBytes`:
+  /// what its entries may take together after a store.
+  CompileCache(std::string directory, llvm::raw_ostream &warnings,
+               uint64_t limitBytes = defaultLimitBytes())
+      : directory(std::move(directory)), warnings(warnings),
+        limitBytes(limitBytes) {}
 
   const std::string &path() const { return directory; }
   /// The file an entry for `key` lives in.
@@ -57,8 +68,12 @@ public:
 
 private:
   void warn(const llvm::Twine &message);
+  /// Removes the least recently used entries (not `keep`) until the rest
+  /// fit the limit, and temporary files a writer left over an hour ago.
+  void prune(llvm::StringRef keep);
   std::string directory;
   llvm::raw_ostream &warnings;
+  uint64_t limitBytes;
 };
 
 } // namespace mlir::tfm

@@ -63,11 +63,11 @@ class ProfileOutput {
 public:
   ProfileOutput(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
   ~ProfileOutput();
-  /// Checks the output paths against what the run reads and writes
-  /// (FileRoles::checkOutput), before any output is opened.
+  /// Checks the format, and the output paths against what the run reads
+  /// and writes (FileRoles::checkOutput), before anything is compiled.
   llvm::Error checkPaths(FileRoles &files) const;
-  /// Checks the format and opens the output files, before anything is
-  /// compiled or translated: a bad option or path fails at once.
+  /// Opens (truncates) the output files: once every option is known good,
+  /// so that a refused command leaves them as they were.
   llvm::Error open();
   /// Writes the translator's profile where the options say.
   llvm::Error write(const tfmc::Translator &translator);

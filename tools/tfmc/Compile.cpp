@@ -35,7 +35,9 @@ public:
                cl::value_desc("FILE"), cl::init(""), cl::sub(sub),
                cl::cat(cat)),
         dumpIR("dump-ir",
-               cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
+               cl::desc(
+                   "Write the IR stages to DIR: 01-tfm.mlir to 04-llvm.mlir, "
+                   "05-llvmir.ll, 06-asm.s and the fused graph (02-fused.dot)"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         emit("emit",
              cl::desc("Stage to print: tfm, fused, loops, llvm, llvmir, asm, "

@@ -20,6 +20,10 @@ int dispatch(int argc, char **argv,
              llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
              cl::OptionCategory &category, llvm::StringRef missingCommand) {
   cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "tfmc " TFMC_VERSION " (LLVM/MLIR " TFMC_LLVM_VERSION
+          ", " TFMC_ONEDNN_VERSION ")\n";
+  });
   // llvm::cl's own complaints (unknown options, bad values, missing
   // arguments) become one "error:" line like every other error.
   // Some of them go straight to stderr, so stderr is parked in a

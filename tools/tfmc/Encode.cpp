@@ -36,7 +36,9 @@ public:
                 cl::value_desc("IDS"), cl::Required, cl::sub(sub),
                 cl::cat(cat)),
         dumpIR("dump-ir",
-               cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
+               cl::desc(
+                   "Write the IR stages 01-04 of what this command compiles to "
+                   "DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
         timing(sub, cat) {}

@@ -25,6 +25,10 @@ ProfileOutput::ProfileOutput(cl::SubCommand &sub, cl::OptionCategory &cat)
 ProfileOutput::~ProfileOutput() = default;
 
 llvm::Error ProfileOutput::checkPaths(FileRoles &files) const {
+  if (format != "md" && format != "json" && format != "csv")
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--profile-format: expected md, json or csv, got '" + format + "'");
   if (llvm::Error e =
           files.checkOutput(output, "the profile (--profile-output)"))
     return e;
@@ -32,10 +36,6 @@ llvm::Error ProfileOutput::checkPaths(FileRoles &files) const {
 }
 
 llvm::Error ProfileOutput::open() {
-  if (format != "md" && format != "json" && format != "csv")
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "--profile-format: expected md, json or csv, got '" + format + "'");
   for (auto [path, stream] :
        {std::pair{&output, &outputStream}, std::pair{&svg, &svgStream}}) {
     if (path->empty())

@@ -52,9 +52,11 @@ public:
                cl::value_desc("FILE"), cl::init(""), cl::sub(sub),
                cl::cat(cat)),
         dumpIR("dump-ir",
-               cl::desc("Write every IR stage to DIR as NN-stage.mlir"),
+               cl::desc(
+                   "Write the IR stages 01-04 of what this command compiles to "
+                   "DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
-        input("i", cl::desc("Input file (default: stdin)"),
+        input("i", cl::desc("Input file (default or '-': stdin)"),
               cl::value_desc("FILE"), cl::init(""), cl::sub(sub), cl::cat(cat)),
         ids("ids", cl::desc("Lines are space-separated token ids"),
             cl::sub(sub), cl::cat(cat)),
@@ -206,8 +208,10 @@ public:
     if (splitSentences == "on" && (ids || scores || nBest > 0))
       return fail("--split-sentences on gives one translation of text a "
                   "line: it cannot go with --ids, --scores or --n-best");
+    if (ids && replaceUnk)
+      return fail("--replace-unk copies source text: it cannot go with --ids");
     int inputFd = 0;
-    if (!input.empty()) {
+    if (!input.empty() && input != "-") {
       inputFd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
       if (inputFd < 0)
         return fail(input + ": cannot open file: " + std::strerror(errno));
@@ -252,11 +256,6 @@ public:
         return fail("--shard needs the input as a regular file (-i FILE): "
                     "its lines are counted to cut the shards");
     }
-    // Opening truncates the profile's files: only once the options and
-    // paths above are known good, and before anything is compiled.
-    if (profileOutput)
-      if (llvm::Error e = profileOutput->open())
-        return fail(std::move(e));
     // Loading goes through the public API (include/tfmc/Translator.h), with
     // the options every user of it has.
     tfmc::LoadOptions load;
@@ -293,9 +292,6 @@ public:
     double loadSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - loadStart)
                              .count();
-    auto os = openOutput(output);
-    if (!os)
-      return fail(os.takeError());
     // The model file's decoding defaults, then what the command line sets.
     tfmc::TranslateOptions publicOptions = (*translator)->defaultOptions();
     if (beamSize.getNumOccurrences())
@@ -306,6 +302,15 @@ public:
       return fail("--n-best must be between 1 and --beam-size (the model's "
                   "default beam size is " +
                   std::to_string(publicOptions.beamSize) + ")");
+    // Opening truncates the output files: only once every option is known
+    // good (--n-best against the model file's beam size, --step-teams at
+    // load), so that a refused command leaves existing files as they were.
+    if (profileOutput)
+      if (llvm::Error e = profileOutput->open())
+        return fail(std::move(e));
+    auto os = openOutput(output);
+    if (!os)
+      return fail(os.takeError());
     publicOptions.replaceUnknown = replaceUnk;
     publicOptions.batchSize = batchSize;
     publicOptions.batchTokens = batchTokens;

@@ -9,6 +9,10 @@
 
 #include "gtest/gtest.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+
 #include <thread>
 #include <vector>
 
@@ -171,6 +175,52 @@ TEST_F(CompileCacheTest, ConcurrentWritersOfOneKeyBothSucceed) {
   std::optional<CompileCache::Entry> entry = cache.lookup("shared");
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->object, objectBytes());
+}
+
+/// Sets an entry's modification time (what marks it used) `age` seconds
+/// back.
+void age(const std::string &path, int seconds) {
+  struct timespec times[2];
+  clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec -= seconds;
+  times[1] = times[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+/// Entries beyond the limit go least recently used first (a hit counts as
+/// a use); the entry just stored always stays; a temporary file a writer
+/// left an hour ago goes, a recent one stays.
+TEST_F(CompileCacheTest, StoresKeepTheRecentlyUsedEntriesUnderTheLimit) {
+  std::string object(100000, 'x');
+  // Room for three entries of ~100 KB.
+  CompileCache cache(dir, warn, 350000);
+  for (const char *key : {"a", "b", "c"})
+    ASSERT_TRUE(cache.store(key, "m", object));
+  age(cache.entryPath("a"), 300);
+  age(cache.entryPath("b"), 200);
+  age(cache.entryPath("c"), 100);
+  // "a" is the oldest, but a hit makes it the most recently used.
+  ASSERT_TRUE(cache.lookup("a").has_value());
+  std::string stale = cache.entryPath("z") + ".tmp-12345678",
+              fresh = cache.entryPath("y") + ".tmp-87654321";
+  write(stale, "partial");
+  write(fresh, "partial");
+  age(stale, 7200);
+  ASSERT_TRUE(cache.store("d", "m", object));
+  EXPECT_TRUE(llvm::sys::fs::exists(cache.entryPath("a")));
+  EXPECT_FALSE(llvm::sys::fs::exists(cache.entryPath("b")));
+  EXPECT_TRUE(llvm::sys::fs::exists(cache.entryPath("c")));
+  EXPECT_TRUE(llvm::sys::fs::exists(cache.entryPath("d")));
+  EXPECT_FALSE(llvm::sys::fs::exists(stale));
+  EXPECT_TRUE(llvm::sys::fs::exists(fresh));
+  // An entry larger than the limit alone is still stored (and everything
+  // else goes).
+  CompileCache tiny(dir, warn, 1000);
+  ASSERT_TRUE(tiny.store("e", "m", object));
+  EXPECT_TRUE(tiny.lookup("e").has_value());
+  for (const char *key : {"a", "c", "d"})
+    EXPECT_FALSE(llvm::sys::fs::exists(tiny.entryPath(key))) << key;
+  EXPECT_EQ(warnings, "");
 }
 
 TEST_F(CompileCacheTest, NoDirectoryMeansNoCache) {
