@@ -12,6 +12,9 @@ Expected<std::unique_ptr<MemoryBuffer>>
 tfmc::frontend::openFile(StringRef path, bool isText) {
   // Only regular files: a directory, /dev/zero or a FIFO would fail
   // obscurely, read forever or exhaust memory.
+  if (path.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot open file: the path is empty");
   sys::fs::file_status status;
   if (std::error_code ec = sys::fs::status(path, status))
     return createStringError(inconvertibleErrorCode(),

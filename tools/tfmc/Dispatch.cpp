@@ -56,15 +56,36 @@ int dispatch(int argc, char **argv,
     complaintStream.flush();
     llvm::SmallVector<llvm::StringRef> lines;
     llvm::StringRef(complaints).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    // Where to look: the subcommand's help when one was named.
+    std::string help = "tfmc --help";
+    if (argc > 1)
+      for (std::unique_ptr<Command> &command : commands)
+        if (command->subcommand().getName() == llvm::StringRef(argv[1]))
+          help = "tfmc " + std::string(argv[1]) + " --help";
     std::string message;
+    bool unknownArgument = false;
     for (llvm::StringRef line : lines) {
       line = line.trim();
       // "tfmc: ..." / "tfmc translate: ..." prefixes add nothing here.
       if (line.starts_with("tfmc"))
         line = line.split(": ").second;
+      // An unknown option also counts as a surplus positional argument,
+      // and llvm::cl's guess for a subcommand's option can be a hidden
+      // top-level one: neither helps.
+      if (line.starts_with("Unknown command line argument"))
+        unknownArgument = true;
+      if ((unknownArgument && (line.starts_with("Too many positional") ||
+                               line.starts_with("Can specify at most"))) ||
+          line.contains("'--help-list'") || line.contains("'--help-hidden'"))
+        continue;
+      // "Try: 'PATH --help'" / "See: PATH --help" name the binary's path.
+      line = line.split("  Try: ").first.split(" See: ").first;
+      line.consume_back(":");
       message += (message.empty() ? "" : " ") + line.str();
     }
-    return fail(message.empty() ? "invalid command line" : message);
+    if (message.empty())
+      message = "invalid command line";
+    return fail(message + " (" + help + ")");
   }
   for (std::unique_ptr<Command> &command : commands)
     if (command->subcommand()) {
