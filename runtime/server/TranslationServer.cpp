@@ -15,6 +15,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -240,6 +242,16 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
   });
+  // The translation endpoint exists for POST only: other methods are told
+  // so (405), not that the path is unknown (404).
+  auto postOnly = [](const httplib::Request &, httplib::Response &res) {
+    res.set_header("Allow", "POST");
+    replyError(res, 405, "/v1/translate takes POST");
+  };
+  http.Get("/v1/translate", postOnly);
+  http.Put("/v1/translate", postOnly);
+  http.Delete("/v1/translate", postOnly);
+  http.Patch("/v1/translate", postOnly);
   // The body is read through a content reader: httplib's own reading
   // would cap a body sent as application/x-www-form-urlencoded (what
   // `curl -d` and urllib send by default) at 8 KiB instead of
@@ -382,6 +394,15 @@ int serve(Translator &translator, const ServerOptions &options,
     replyError(res, 500, "internal error");
   });
 
+  // httplib listens with a backlog of 5: a burst of new connections (16
+  // clients at once in the load test) overflowed it, and each dropped
+  // connection waited the client's 1 s SYN retransmission (p99 ~1 s).
+  // Linux takes a second listen() on the bound socket as a new backlog.
+  socket_t listener = INVALID_SOCKET;
+  http.set_socket_options([&listener](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listener = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = http.bind_to_any_port(options.host);
@@ -393,6 +414,8 @@ int serve(Translator &translator, const ServerOptions &options,
     error = "cannot listen on " + options.host + ":" + std::to_string(port);
     return 1;
   }
+  if (listener != INVALID_SOCKET)
+    ::listen(listener, SOMAXCONN);
   std::thread stopper([&] {
     if (stopSignals.wait())
       http.stop();

@@ -118,6 +118,12 @@ def main():
         sys.exit(f"load_test: {len(failures)} wrong answers, e.g. {failures[:2]}")
 
     # Error answers.
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/translate", timeout=30)
+        assert False, "GET /v1/translate answered 200"
+    except urllib.error.HTTPError as e:
+        assert e.code == 405 and e.headers["Allow"] == "POST", (e.code, e.headers)
+        assert "takes POST" in json.loads(e.read())["error"]
     assert post(port, None, raw=b'{"text": [')[0] == 400
     assert post(port, None, raw=b'[1, 2]')[0] == 400
     status, body = post(port, {"text": "one string"})
