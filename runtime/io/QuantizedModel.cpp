@@ -28,7 +28,12 @@ bool tfmc::runtime::isQuantizableWeight(const frontend::TensorView &tensor,
   StringRef name = tensor.name;
   if (tensor.shape.size() != 2 || !name.ends_with(".weight"))
     return false;
-  if (name == "encoder_embedding.weight" || name == "decoder_embedding.weight")
+  // Tables that are looked up, not multiplied: int8 compute keeps them
+  // float (a converted model's position tables went int8 here, and its
+  // translations differed from --compute-type int8 on the float file).
+  if (name == "encoder_embedding.weight" ||
+      name == "decoder_embedding.weight" ||
+      name == "encoder_positions.weight" || name == "decoder_positions.weight")
     return false;
   return outputProjection || name != "linear.weight";
 }
