@@ -132,6 +132,14 @@ def test_f16(fairseq_models, tmp_path, capsys):
     assert rc == 0 and "(ok, tolerance" in stdout and "rounded to f16" in stdout
 
 
+def test_the_check_fits_max_len_1(fairseq_models, tmp_path, capsys):
+    f = fairseq_models("cfg-learned-pre-gelu")
+    rc, stdout, err = convert(["fairseq", f["ckpt"], "--src-dict", f["src_dict"], "--tgt-dict", f["tgt_dict"],
+                               "--src-spm", f["src_spm"], "--tgt-spm", f["tgt_spm"], "-o", tmp_path / "one",
+                               "--max-len", "1"], capsys)
+    assert rc == 0 and "(ok, tolerance" in stdout, err
+
+
 def test_tokenization_of_known_pieces_agrees(fairseq_models, dev):
     """tfmc's encoding gives fairseq's ids (spm pieces -> Dictionary.encode_line)
     on the dev lines whose pieces SentencePiece knows."""

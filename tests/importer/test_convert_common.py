@@ -76,6 +76,20 @@ def test_other_objects_are_refused_not_run(tmp_path, zip_format, how):
 
 
 @pytest.mark.parametrize("zip_format", [True, False])
+def test_python_floats_beside_the_weights(tmp_path, zip_format):
+    # A training script's checkpoint: the weights, a loss, a config with a
+    # dropout rate. torch 1.13's weights_only reader has no float opcode
+    # ("Unsupported operand 71"); the restricted reader takes them.
+    path = tmp_path / "ckpt.pt"
+    obj = {"state_dict": tensors(), "loss": 2.5, "cfg": {"dropout": 0.1, "layers": 6, "name": "x"},
+           "history": [1.25, -0.5, float("inf")]}
+    torch.save(obj, path, _use_new_zipfile_serialization=zip_format)
+    got = common.load_torch_checkpoint(str(path))
+    assert got["loss"] == 2.5 and got["cfg"] == obj["cfg"] and got["history"] == obj["history"]
+    assert same(common.state_dict_of(got, str(path)), obj["state_dict"])
+
+
+@pytest.mark.parametrize("zip_format", [True, False])
 def test_restricted_reader_gives_what_torch_load_gives(tmp_path, zip_format):
     path = tmp_path / "ckpt.pt"
     torch.save(tensors(), path, _use_new_zipfile_serialization=zip_format)

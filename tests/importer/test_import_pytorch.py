@@ -289,6 +289,21 @@ def test_vocabularies_and_f16(tmp_path, capsys):
     assert rc == 1 and "has 2 tokens but the checkpoint's source embedding has 30 rows" in err
     assert not (tmp_path / "p").exists()  # nothing written
 
+    # A vocabulary tfmc would refuse is refused here, before anything is
+    # written: a repeated token, an empty line, SentencePiece's own .vocab
+    # (piece<TAB>score), whose tokens would carry their scores.
+    words = ref.SPECIAL_NAMES + [f"w{i}" for i in range(26)]
+    for name, lines, message in [
+            ("repeat", words[:-1] + ["w3"], "token 29 'w3' repeats token 7"),
+            ("empty", words[:10] + [""] + words[11:], "token 10 is empty"),
+            ("spm", [f"{w}\t-{i}.5" for i, w in enumerate(words)], "is a SentencePiece .vocab file")]:
+        path = tmp_path / f"{name}.src"
+        path.write_text("\n".join(lines) + "\n")
+        rc, _, err = run([ckpt, "-o", tmp_path / name, "--layout", "tutorial", "--num-heads", 4,
+                          "--src-vocab", path], capsys)
+        assert rc == 1 and message in err, (name, err)
+        assert not (tmp_path / name).exists()
+
 
 def test_recipe_flags(tmp_path, capsys):
     """--encoder-layer / --decoder-layer describe a variant the layouts do not know."""
@@ -800,11 +815,29 @@ def test_wrong_shape_is_named(tmp_path, capsys):
     assert rc == 1 and "'decoder_layers.1.feed_forward.linear2.bias'" in err and "expected [32]" in err
 
 
+def test_a_weight_that_is_not_finite_is_named(tmp_path, capsys):
+    # (It failed the check instead: "differs by nan", blamed on the name map.)
+    sd = tutorial_model().state_dict()
+    sd["decoder_layers.1.feed_forward.linear2.bias"][3] = float("nan")
+    rc, _, err = run([save(tmp_path, sd), "-o", tmp_path / "o", "--layout", "tutorial", "--num-heads", 4], capsys)
+    assert rc == 1 and "'decoder_layers.1.feed_forward.linear2.bias'" in err, err
+    assert "holds NaN or infinite values (element 3 is nan)" in err, err
+    assert not (tmp_path / "o").exists()
+
+
 def test_num_heads_required(tmp_path, capsys):
     for layout, model in (("tutorial", tutorial_model()), ("torch-nn-transformer", torchnn_model(False))):
         rc, _, err = run([save(tmp_path, model.state_dict()), "-o", tmp_path / "o", "--layout", layout,
                           "--max-len", 40], capsys)
         assert rc == 1 and f"--num-heads is required for layout {layout}" in err
+
+
+def test_layer_norm_eps_must_be_finite(tmp_path, capsys):
+    # inf was written as "Infinity", which is not JSON.
+    for eps in ("inf", "0", "-1", "nan"):
+        rc, _, err = run([save(tmp_path, tutorial_model().state_dict()), "-o", tmp_path / "o",
+                          "--layout", "tutorial", "--num-heads", 4, "--layer-norm-eps", eps], capsys)
+        assert rc == 1 and "--layer-norm-eps must be a positive finite number" in err, (eps, err)
 
 
 def test_max_len_required_without_pe_buffer(tmp_path, capsys):

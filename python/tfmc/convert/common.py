@@ -207,6 +207,11 @@ def _torch_load(path, allow, restricted):
     except TypeError as e:
         if "weights_only" not in str(e):
             raise
+    except pickle.UnpicklingError:
+        # torch 1.13's weights_only reader has no opcode for a Python float
+        # (a checkpoint's "loss", a config's dropout): ours reads them, and
+        # refuses what is really not data.
+        pass
     return _restricted_load(path, allow)
 
 
@@ -289,6 +294,19 @@ def write_vocab(path, tokens, source=None):
     errors naming `source`, the file the tokens came from (else `path`)."""
     where = source or path
     tokens = list(tokens)
+    check_vocab_tokens(tokens, where)
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(tokens) + "\n")
+    except OSError as e:
+        fail(f"cannot write '{path}': {e.strerror}")
+    except UnicodeEncodeError as e:
+        fail(f"'{where}': a token is not valid Unicode text ({e.reason})")
+
+
+def check_vocab_tokens(tokens, where):
+    """The rules of a tfmc vocabulary (write_vocab), for tokens read from
+    `where`."""
     if not tokens:
         fail(f"'{where}': the vocabulary is empty")
     seen = {}
@@ -305,13 +323,6 @@ def write_vocab(path, tokens, source=None):
         if tok in seen:
             fail(f"'{where}': token {i} {tok!r} repeats token {seen[tok]}; tfmc vocabulary tokens are unique")
         seen[tok] = i
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(tokens) + "\n")
-    except OSError as e:
-        fail(f"cannot write '{path}': {e.strerror}")
-    except UnicodeEncodeError as e:
-        fail(f"'{where}': a token is not valid Unicode text ({e.reason})")
 
 
 def write_model_json(path, desc):

@@ -426,10 +426,12 @@ def check_batches(model, rng):
     V = model.tgt_vocab_size
     avoid = {s["pad"], s["eos"]}
     ids = [i for i in range(min(V, model.src_vocab_size)) if i not in avoid] or [s["unk"]]
-    longest = max(1, min(12, model.max_len - 1))
+    # Sources fit max_len with their eos (at max_len 1, eos alone).
+    longest = min(12, model.max_len - 1)
     batches = []
     for _ in range(2):
-        srcs = [[rng.choice(ids) for _ in range(rng.randint(1, longest))] for _ in range(3)]
+        srcs = [[rng.choice(ids) for _ in range(rng.randint(min(1, longest), longest))]
+                for _ in range(3)]
         tgts = [[s.get("decoder_start", s.get("bos"))] +
                 [rng.choice(ids) for _ in range(rng.randint(0, min(9, model.max_len - 1)))] for _ in range(3)]
         batches.append((srcs, tgts))

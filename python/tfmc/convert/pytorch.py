@@ -40,7 +40,7 @@ import shutil
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConversionError, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConversionError, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 from tfmc.reference import seeds as sm
 from tfmc.reference import tfm as ref
@@ -590,9 +590,14 @@ def build(args, tensors, name_map, sinusoids, learned):
         m = re.match(r"^(encoder_layers|decoder_layers)\.(\d+)\.(.*)$", name)
         key, i = (f"{m.group(1)}.{{i}}.{m.group(3)}", int(m.group(2))) if m else (name, None)
         t = ckpt.fetch(need(key), i, name)
+        source = need(key).replace('{i}', str(i))
         if tuple(t.shape) != tuple(expected.shape):
-            fail(f"checkpoint tensor for '{name}' ('{need(key).replace('{i}', str(i))}') has shape "
+            fail(f"checkpoint tensor for '{name}' ('{source}') has shape "
                  f"{list(t.shape)}, expected {list(expected.shape)}")
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            bad = int((~torch.isfinite(t)).flatten().nonzero()[0])
+            fail(f"checkpoint tensor '{source}' (for '{name}') holds NaN or infinite values "
+                 f"(element {bad} is {t.flatten()[bad].item()})")
         state[name] = t
     unused = sorted(set(tensors) - ckpt.used)
     if unused:
@@ -606,7 +611,9 @@ def build(args, tensors, name_map, sinusoids, learned):
     return arch, model, sources
 
 
-def count_vocab(path):
+def read_vocab(path):
+    """The tokens of a vocabulary file (one per line, UTF-8, as tfmc reads
+    it), checked by the rules tfmc's loader applies."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8-sig")
@@ -617,11 +624,17 @@ def count_vocab(path):
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return len(lines)
+    # SentencePiece's own .vocab lists "piece<TAB>score": tfmc wants the
+    # pieces alone (they would carry their scores as text).
+    if lines and all(re.fullmatch(r"[^\t]+\t-?[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?", line) for line in lines):
+        fail(f"vocabulary '{path}' is a SentencePiece .vocab file (piece<TAB>score lines): give the "
+             f"pieces alone, one per line (cut -f1 '{path}')")
+    check_vocab_tokens(lines, path)
+    return lines
 
 
 def check_vocab(path, rows, side):
-    n = count_vocab(path)
+    n = len(read_vocab(path))
     if n != rows:
         fail(f"{side} vocabulary '{path}' has {n} tokens but the checkpoint's {side} embedding has {rows} rows")
 
@@ -877,8 +890,8 @@ def run(args):
     """Convert, write and check; returns 0 (errors are ConversionErrors)."""
     if args.max_len is not None and args.max_len <= 0:
         fail("--max-len must be positive")
-    if not args.layer_norm_eps > 0:
-        fail("--layer-norm-eps must be positive")
+    if not (args.layer_norm_eps > 0 and args.layer_norm_eps < float("inf")):
+        fail("--layer-norm-eps must be a positive finite number")
     if args.layout == "custom" and not args.names:
         fail("--layout custom needs --names MAP.json")
     for stack in ("encoder", "decoder"):
