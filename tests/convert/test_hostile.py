@@ -228,6 +228,17 @@ def test_marian_not_a_directory(tmp_path):
     expect_error(["marian", tmp_path / "nowhere", "-o", tmp_path / "out"], "nowhere", "not a directory", cli=True)
 
 
+def test_marian_into_its_own_directory(marian_dir):
+    # It overwrote its inputs while reading them ("cannot copy ...: None").
+    before = sorted(p.name for p in marian_dir.iterdir())
+    expect_error(["marian", marian_dir, "-o", marian_dir], "the output directory is the model's own")
+    assert sorted(p.name for p in marian_dir.iterdir()) == before
+
+
+def test_empty_output_path(marian_dir):
+    expect_error(["marian", marian_dir, "-o", ""], "-o: the output directory's path is empty")
+
+
 def test_marian_max_len_too_large(marian_dir, tmp_path):
     expect_error(marian(marian_dir, tmp_path, "--max-len", "65"), "--max-len 65", "max_position_embeddings (64)")
 

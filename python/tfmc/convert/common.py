@@ -287,6 +287,15 @@ def write_safetensors(path, tensors, dtype="F32"):
         fail(f"cannot write '{path}': {e.strerror}")
 
 
+def check_output_dir(out, own=None):
+    """Refuses an empty output path, and `own` (the model's directory, whose
+    files a conversion would overwrite while reading them) as the output."""
+    if not out:
+        fail("-o: the output directory's path is empty")
+    if own is not None and os.path.realpath(out) == os.path.realpath(own):
+        fail(f"{out}: the output directory is the model's own; write the converted model elsewhere")
+
+
 def write_vocab(path, tokens, source=None):
     """One token per line (docs/model-format.md, "Vocabulary files"). Tokens
     that file cannot hold (empty, with a line break, a trailing carriage

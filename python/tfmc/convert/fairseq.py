@@ -18,7 +18,7 @@ import shutil
 
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
+from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
                                  write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
@@ -467,6 +467,7 @@ def _side(which, spm_path, tokenizer, vocab_name, spm_name):
 
 def run(args):
     path = args.checkpoint
+    check_output_dir(args.output)
     src_side = _side("src", args.src_spm, args.src_tokenizer, "src.vocab", "src.spm")
     tgt_side = _side("tgt", args.tgt_spm, args.tgt_tokenizer, "tgt.vocab", "tgt.spm")
     src_symbols = read_dictionary(args.src_dict)

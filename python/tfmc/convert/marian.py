@@ -20,7 +20,7 @@ import struct
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
@@ -459,6 +459,7 @@ def run(args):
     src = args.model_dir
     if not os.path.isdir(src):
         fail(f"{src}: not a directory (expected a Marian model directory)")
+    check_output_dir(args.output, own=src)
     cfg = Config(os.path.join(src, "config.json"),
                  read_json(os.path.join(src, "config.json"), "the model configuration"))
     arch, static = read_architecture(cfg)

@@ -40,7 +40,7 @@ import shutil
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConversionError, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConversionError, check_output_dir, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 from tfmc.reference import seeds as sm
 from tfmc.reference import tfm as ref
@@ -888,6 +888,7 @@ def add_arguments(p):
 
 def run(args):
     """Convert, write and check; returns 0 (errors are ConversionErrors)."""
+    check_output_dir(args.out)
     if args.max_len is not None and args.max_len <= 0:
         fail("--max-len must be positive")
     if not (args.layer_norm_eps > 0 and args.layer_norm_eps < float("inf")):
