@@ -235,6 +235,19 @@ def test_marian_into_its_own_directory(marian_dir):
     assert sorted(p.name for p in marian_dir.iterdir()) == before
 
 
+def test_marian_separate_vocabs_must_be_a_boolean(marian_dir, tmp_path):
+    # "yes" was read as false.
+    (marian_dir / "tokenizer_config.json").write_text(json.dumps({"separate_vocabs": "yes"}))
+    expect_error(marian(marian_dir, tmp_path), "'separate_vocabs': expected true or false, got \"yes\"")
+
+
+def test_a_directory_is_not_a_checkpoint(tmp_path):
+    from tfmc.convert import common
+    (tmp_path / "ckpt.pt").mkdir()
+    with pytest.raises(common.ConversionError, match="it is a directory, not a torch.save"):
+        common.load_torch_checkpoint(str(tmp_path / "ckpt.pt"))
+
+
 def test_empty_output_path(marian_dir):
     expect_error(["marian", marian_dir, "-o", ""], "-o: the output directory's path is empty")
 

@@ -227,6 +227,8 @@ def load_torch_checkpoint(path, allow=(), *, restricted=False):
     unknown = sorted(allow - set(_ALLOWABLE))
     if unknown:
         raise ValueError(f"load_torch_checkpoint cannot rebuild {unknown}: only {sorted(_ALLOWABLE)}")
+    if os.path.isdir(path):
+        fail(f"cannot open checkpoint '{path}': it is a directory, not a torch.save() file")
     if not os.path.isfile(path):
         fail(f"cannot open checkpoint '{path}': no such file")
     try:

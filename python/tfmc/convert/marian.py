@@ -481,7 +481,9 @@ def run(args):
         if not isinstance(v, str) or not v:
             fail(f"{tok_cfg_path}: '{key}': expected a token string, got {json.dumps(v)}")
         special_text[key] = v
-    separate = tok_cfg.get("separate_vocabs", False) is True
+    separate = tok_cfg.get("separate_vocabs", False)
+    if not isinstance(separate, bool):
+        fail(f"{tok_cfg_path}: 'separate_vocabs': expected true or false, got {json.dumps(separate)}")
 
     src_vocab_path = os.path.join(src, "vocab.json")
     tgt_vocab_path = os.path.join(src, "target_vocab.json") if separate else src_vocab_path
