@@ -132,6 +132,19 @@ def test_f16(fairseq_models, tmp_path, capsys):
     assert rc == 0 and "(ok, tolerance" in stdout and "rounded to f16" in stdout
 
 
+def test_swapped_sentencepiece_models_get_a_note(fairseq_models, tmp_path, capsys):
+    f = fairseq_models("cfg-learned-pre-gelu")
+    common = ["fairseq", f["ckpt"], "--src-dict", f["src_dict"], "--tgt-dict", f["tgt_dict"], "--no-check"]
+    rc, _, err = convert(common + ["--src-spm", f["src_spm"], "--tgt-spm", f["tgt_spm"], "-o", tmp_path / "ok"],
+                         capsys)
+    assert rc == 0 and "knows only" not in err, err
+    rc, _, err = convert(common + ["--src-spm", f["tgt_spm"], "--tgt-spm", f["src_spm"], "-o", tmp_path / "sw"],
+                         capsys)
+    assert rc == 0, err
+    notes = [l for l in err.splitlines() if "knows only" in l]
+    assert len(notes) == 2 and all(l.startswith("note: ") and "other way round" in l for l in notes), err
+
+
 def test_the_check_fits_max_len_1(fairseq_models, tmp_path, capsys):
     f = fairseq_models("cfg-learned-pre-gelu")
     rc, stdout, err = convert(["fairseq", f["ckpt"], "--src-dict", f["src_dict"], "--tgt-dict", f["tgt_dict"],

@@ -465,6 +465,39 @@ def _side(which, spm_path, tokenizer, vocab_name, spm_name):
     return {"vocab": vocab_name, "tokenizer": tokenizer}
 
 
+def _piece_share(spm_path, symbols):
+    """The share of a dictionary's tokens (the reserved ones aside) that are
+    pieces of the SentencePiece model at `spm_path`; None without the
+    module."""
+    try:
+        import sentencepiece
+    except ImportError:
+        return None
+    sp = sentencepiece.SentencePieceProcessor(model_file=spm_path)
+    tokens = symbols[len(RESERVED):]
+    if not tokens:
+        return None
+    unk = sp.unk_id()
+    return sum(sp.piece_to_id(t) != unk for t in tokens) / len(tokens)
+
+
+def _check_pieces(args, src_symbols, tgt_symbols):
+    """A note when a side's SentencePiece model knows few of its
+    dictionary's tokens (text through it would be mostly unk): most often
+    the two sides' models given the other way round."""
+    sides = {"src": (args.src_spm, src_symbols, args.src_dict), "tgt": (args.tgt_spm, tgt_symbols, args.tgt_dict)}
+    for which, (spm_path, symbols, dict_path) in sides.items():
+        share = _piece_share(spm_path, symbols) if spm_path else None
+        if share is None or share >= 0.5:
+            continue
+        other = "tgt" if which == "src" else "src"
+        swapped = sides[other][0] and _piece_share(sides[other][0], symbols)
+        hint = (f"; --{other}-spm knows {swapped:.0%} of them: are the two models given the other way round?"
+                if swapped and swapped > share else "")
+        note(f"--{which}-spm {spm_path} knows only {share:.0%} of the tokens of {dict_path}: text through it "
+             f"becomes mostly unk{hint}")
+
+
 def run(args):
     path = args.checkpoint
     check_output_dir(args.output)
@@ -472,6 +505,7 @@ def run(args):
     tgt_side = _side("tgt", args.tgt_spm, args.tgt_tokenizer, "tgt.vocab", "tgt.spm")
     src_symbols = read_dictionary(args.src_dict)
     tgt_symbols = read_dictionary(args.tgt_dict)
+    _check_pieces(args, src_symbols, tgt_symbols)
     ckpt = load_torch_checkpoint(path, allow={("argparse", "Namespace")})
     if not isinstance(ckpt, dict) or "model" not in ckpt:
         fail(f"{path}: not a fairseq checkpoint (expected a dict with 'model' and 'cfg' or 'args')")
