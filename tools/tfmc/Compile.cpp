@@ -78,6 +78,21 @@ public:
                   "(--dump-ir DIR writes the stages of what it compiles)");
     if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
       return fail("--emit=obj writes a binary object: give -o FILE.o");
+    if (libraryMinRows.getNumOccurrences()) {
+      if (libraryMinRows < 1)
+        return fail("--library-min-rows must be at least 1");
+      if (!*library)
+        return fail("--library-min-rows chooses between the library and the "
+                    "loop kernels: it cannot go with --kernels=loops");
+      if (cacheOnly)
+        return fail("--cache-only stores what translate compiles (its row "
+                    "threshold): it cannot go with --library-min-rows");
+    }
+    if (graph && !output.empty() && output != "-" &&
+        !llvm::StringRef(output).ends_with(".svg") &&
+        !llvm::StringRef(output).ends_with(".dot"))
+      return fail("--emit=graph writes SVG or DOT: -o must end in .svg or "
+                  ".dot");
     // Opening -o truncates it: not one of the model's files.
     FileRoles files;
     files.noteModel(model);
@@ -94,9 +109,6 @@ public:
     mlir::tfm::PipelineOptions pipeline;
     pipeline.useLibraryCalls = *library;
     // By default what `translate` compiles on this machine.
-    if (libraryMinRows < 0 ||
-        (libraryMinRows.getNumOccurrences() && libraryMinRows < 1))
-      return fail("--library-min-rows must be at least 1");
     pipeline.libraryMinRows = libraryMinRows > 0
                                   ? int64_t(libraryMinRows)
                                   : runtime::libraryKernelMinRows();
