@@ -199,7 +199,10 @@ public:
   /// with `ids`; `scores`: "i ||| translation ||| score" lines). Warnings
   /// and errors go to `diagnostics`; `progress` draws a progress line there.
   /// An `out` or `diagnostics` that cannot be written (a closed descriptor,
-  /// a full disk) makes the call an error once the input is read.
+  /// a full disk) makes the call an error once the input is read (a pipe
+  /// whose reader is gone raises SIGPIPE first, as any write does: ignore
+  /// it in the process to get the error instead). The line format is
+  /// `stream.scores`', whatever `options.scores` says.
   Result<StreamStats> translateStream(int in, int out, int diagnostics,
                                       const TranslateOptions &options,
                                       const StreamOptions &stream = {});

@@ -569,7 +569,9 @@ Result<StreamStats> Translator::translateStream(int in, int out,
   if (!stream.ids && !state->tokenizers)
     return R::failure(state->tokenizerError);
   runtime::TranslateOptions r = api::toRuntimeOptions(options);
-  r.scores = stream.scores || options.scores || options.nBest > 1;
+  // The lines' format is StreamOptions::scores' (TranslateOptions::scores
+  // asks translate() for scores; a stream writes them where it says).
+  r.scores = stream.scores || options.nBest > 1;
   if (options.splitSentences == "on" && (r.scores || stream.ids))
     return R::failure("splitting sentences gives one translation of text a "
                       "line: it cannot go with scores, n-best lists or "

@@ -100,8 +100,10 @@ bool resultsSettled(const Row &row, const std::vector<Active> &next,
   scores.reserve(row.finished.size());
   for (const Finished &f : row.finished)
     scores.push_back(f.hypothesis.score);
+  // Ranked as the results are (a NaN first): a NaN threshold settles
+  // nothing below.
   std::nth_element(scores.begin(), scores.begin() + (wanted - 1), scores.end(),
-                   std::greater<double>());
+                   [](double a, double b) { return compareScores(a, b) > 0; });
   double threshold = scores[wanted - 1];
   threshold -= 1e-12 * std::fabs(threshold);
   for (const Active &a : next) {

@@ -56,7 +56,7 @@ namespace {
 /// form).
 float activate(float v, int32_t activation) {
   if (activation == static_cast<int32_t>(KernelActivation::Relu))
-    return v > 0 ? v : 0;
+    return v < 0 ? 0 : v; // a NaN stays, as in torch.relu
   if (activation == static_cast<int32_t>(KernelActivation::Gelu))
     return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752440f));
   if (activation == static_cast<int32_t>(KernelActivation::Silu))

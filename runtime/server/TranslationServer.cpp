@@ -259,18 +259,26 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Post("/v1/translate", [&](const httplib::Request &req,
                                  httplib::Response &res,
                                  const httplib::ContentReader &content) {
-    if (req.is_multipart_form_data())
+    // A body is always read to its end, also one that is refused: bytes
+    // left unread on a kept-alive connection would be parsed as the next
+    // requests (one smuggled behind a refused body got its answer).
+    if (req.is_multipart_form_data()) {
+      content([](const httplib::MultipartFormData &) { return true; },
+              [](const char *, size_t) { return true; });
       return replyError(res, 415,
                         "the body must be a JSON object, not a "
                         "multipart form");
+    }
     // httplib checks the limit against a Content-Length only: a chunked
-    // body is counted here as it arrives (and reading stops past it).
+    // body is counted here as it arrives, and past the limit the rest is
+    // read and dropped (as httplib skips an oversized Content-Length body).
     std::string raw;
     bool tooLarge = false;
     bool read = content([&](const char *data, size_t length) {
-      if (length > options.maxRequestBytes - raw.size()) {
+      if (tooLarge || length > options.maxRequestBytes - raw.size()) {
         tooLarge = true;
-        return false;
+        std::string().swap(raw);
+        return true;
       }
       raw.append(data, length);
       return true;

@@ -145,6 +145,18 @@ def test_swapped_sentencepiece_models_get_a_note(fairseq_models, tmp_path, capsy
     assert len(notes) == 2 and all(l.startswith("note: ") and "other way round" in l for l in notes), err
 
 
+def test_output_directory_already_holding_the_spm(fairseq_models, tmp_path, capsys):
+    # Copying the model onto itself failed: "cannot copy ...: None".
+    import shutil
+    f = fairseq_models("cfg-learned-pre-gelu")
+    out = tmp_path / "o"
+    out.mkdir()
+    shutil.copyfile(f["src_spm"], out / "src.spm")
+    rc, stdout, err = convert(["fairseq", f["ckpt"], "--src-dict", f["src_dict"], "--tgt-dict", f["tgt_dict"],
+                               "--src-spm", out / "src.spm", "--tgt-spm", f["tgt_spm"], "-o", out], capsys)
+    assert rc == 0 and "(ok, tolerance" in stdout, err
+
+
 def test_the_check_fits_max_len_1(fairseq_models, tmp_path, capsys):
     f = fairseq_models("cfg-learned-pre-gelu")
     rc, stdout, err = convert(["fairseq", f["ckpt"], "--src-dict", f["src_dict"], "--tgt-dict", f["tgt_dict"],

@@ -15,6 +15,7 @@ import collections
 import io
 import json
 import os
+import shutil
 import pickle
 import re
 import struct
@@ -287,6 +288,17 @@ def write_safetensors(path, tensors, dtype="F32"):
         _tfm.write_safetensors(path, arrays, dtype=dtype)
     except OSError as e:
         fail(f"cannot write '{path}': {e.strerror}")
+
+
+def copy_file(source, target):
+    """Copies `source` to `target`; nothing to do when they are one file
+    (an output directory that already holds it)."""
+    try:
+        shutil.copyfile(source, target)
+    except shutil.SameFileError:
+        pass
+    except OSError as e:
+        fail(f"cannot copy '{source}' to '{target}': {e.strerror or e}")
 
 
 def check_output_dir(out, own=None):

@@ -14,11 +14,10 @@ random id batches and fails when their logits differ by more than 1e-4.
 
 import math
 import os
-import shutil
 
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
+from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
                                  write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
@@ -526,10 +525,7 @@ def run(args):
     write_vocab(os.path.join(out, "tgt.vocab"), tgt_symbols, source=args.tgt_dict)
     for spm_path, name in ((args.src_spm, "src.spm"), (args.tgt_spm, "tgt.spm")):
         if spm_path:
-            try:
-                shutil.copyfile(spm_path, os.path.join(out, name))
-            except OSError as e:
-                fail(f"cannot copy '{spm_path}' to '{out}': {e.strerror}")
+            copy_file(spm_path, os.path.join(out, name))
     write_safetensors(os.path.join(out, "model.safetensors"), tensors,
                       dtype="F16" if args.dtype == "f16" else "F32")
     desc = {

@@ -14,13 +14,12 @@ differ by more than 1e-4.
 import json
 import os
 import random
-import shutil
 import struct
 
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
@@ -553,10 +552,7 @@ def run(args):
         src_vocab = tgt_vocab = "vocab.txt"
         write_vocab(os.path.join(out, src_vocab), src_tokens, source=src_vocab_path)
     for name, path in spms.items():
-        try:
-            shutil.copyfile(path, os.path.join(out, name))
-        except OSError as e:
-            fail(f"cannot copy '{path}' to '{out}': {e.strerror}")
+        copy_file(path, os.path.join(out, name))
     write_safetensors(os.path.join(out, "model.safetensors"), tfm, dtype="F16" if args.dtype == "f16" else "F32")
     desc = {
         "format": "tfm-model", "version": 1,

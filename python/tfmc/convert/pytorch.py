@@ -35,12 +35,11 @@ import json
 import os
 import random
 import re
-import shutil
 
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConversionError, check_output_dir, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
+from tfmc.convert.common import (ConversionError, check_output_dir, copy_file, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
                                  write_model_json, write_safetensors, write_vocab)
 from tfmc.reference import seeds as sm
 from tfmc.reference import tfm as ref
@@ -960,10 +959,7 @@ def write_model_dir(args, model):
     for fname, given, size, prefix in vocabs:
         path = os.path.join(args.out, fname)
         if given:
-            try:
-                shutil.copyfile(given, path)
-            except OSError as e:
-                fail(f"cannot copy '{given}' to '{path}': {e.strerror}")
+            copy_file(given, path)
         else:
             write_vocab(path, ref.vocab_tokens(size, prefix))
     write_safetensors(os.path.join(args.out, "model.safetensors"), model.state_dict(),
