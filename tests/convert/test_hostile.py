@@ -296,6 +296,8 @@ def set_args(**kw):
     ("encoder_attention_heads", 5, ["args.decoder_attention_heads: 4 differs from args.encoder_attention_heads 5"]),
     ("arch", "lightconv_iwslt_de_en", ["args.arch: 'lightconv_iwslt_de_en' is not a fairseq transformer"]),
     ("encoder_layers", 3, ["args.encoder_layers: 3, but the checkpoint has 2 encoder layers"]),
+    ("no_scale_embedding", "False", ["args.no_scale_embedding: expected True or False, got 'False'"]),
+    ("share_all_embeddings", "true", ["args.share_all_embeddings: expected True or False, got 'true'"]),
 ])
 def test_fairseq_option_values(fairseq_files, tmp_path, key, value, subs):
     edit_ckpt(fairseq_files["ckpt"], set_args(**{key: value}))

@@ -124,9 +124,14 @@ class Options(ConfigReader):
         return DEFAULTS.get(key) if v is None else v
 
     def set(self, key):
-        """Whether an option is on (None, False, 0, '' and [] are off)."""
+        """Whether an option is on (None, False, 0, '' and [] are off). A
+        flag (a key whose default is False) given as a string is an error:
+        fairseq takes any non-empty string as on, "False" included, and the
+        reading intended is anybody's guess."""
         v = self.values.get(key)
-        return v not in (None, False, 0, "", [], "False", "false")
+        if isinstance(DEFAULTS.get(key), bool) and isinstance(v, str):
+            self.bad(key, f"expected True or False, got {v!r} (fairseq reads any non-empty string as on)")
+        return v not in (None, False, 0, "", [])
 
     TRUE_FALSE = "True or False"
 
