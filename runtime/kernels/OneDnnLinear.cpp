@@ -195,7 +195,7 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     if (relu) {
       float *out = y.aligned + y.offset;
       for (int64_t i = 0; i < m * n; ++i)
-        out[i] = out[i] < 0 ? 0.0f : out[i];
+        out[i] = activate(out[i], activation);
     }
   } catch (const dnnl::error &e) {
     fail(std::string("oneDNN: ") + e.what());
