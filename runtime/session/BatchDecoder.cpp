@@ -1,8 +1,10 @@
 //===- BatchDecoder.cpp - a batch's KV caches and decoder steps -----------===//
 #include "runtime/session/BatchDecoder.h"
+#include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/ProfileProbes.h"
 #include "runtime/kernels/StepTeam.h"
 #include "runtime/session/SlotMoves.h"
+#include "runtime/session/StepWidth.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -159,15 +161,35 @@ llvm::Error BatchDecoder::encode() {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "encode and decode_step disagree on the cross-attention key type");
-  int parts =
-      team ? static_cast<int>(std::clamp<int64_t>(src.rows, 1, team->size()))
-           : 1;
+  int restoreThreads = 0;
+  int parts = partsFor(src.rows, restoreThreads);
   for (int m = 0; m < parts; ++m) {
     int64_t first = src.rows * m / parts,
             count = src.rows * (m + 1) / parts - first;
     bindSources(frameOf(StepKind::Encode, m), first, count);
   }
-  return callFrames(StepKind::Encode, parts);
+  llvm::Error called = callFrames(StepKind::Encode, parts);
+  if (restoreThreads)
+    setKernelThreads(restoreThreads);
+  return called;
+}
+
+int BatchDecoder::partsFor(int64_t units, int &restoreThreads) {
+  restoreThreads = 0;
+  if (width && width->narrow()) {
+    if (!team) {
+      restoreThreads = kernelThreads();
+      setKernelThreads(1);
+    }
+    return 1;
+  }
+  return team ? static_cast<int>(std::clamp<int64_t>(units, 1, team->size()))
+              : 1;
+}
+
+void BatchDecoder::useStepWidth(StepWidth &stepWidth) {
+  width = &stepWidth;
+  width->startBatch();
 }
 
 llvm::Error BatchDecoder::callFrames(StepKind kind, int parts) {
@@ -283,9 +305,9 @@ bool BatchDecoder::runStep(
   auto start = std::chrono::steady_clock::now();
   rows += active;
   // With a team, every step runs on it (a member per slot while there are
-  // fewer slots than members).
-  int parts =
-      team ? static_cast<int>(std::clamp<int64_t>(active, 1, team->size())) : 1;
+  // fewer slots than members), unless the StepWidth says one thread.
+  int restoreThreads = 0;
+  int parts = partsFor(active, restoreThreads);
   // Contiguous ranges of slots, as even as they go.
   for (int m = 0; m < parts; ++m) {
     int64_t first = active * m / parts,
@@ -295,9 +317,15 @@ bool BatchDecoder::runStep(
     bindOwn(f, first, count);
   }
   llvm::Error called = callFrames(kind, parts);
-  stepTime +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  if (restoreThreads)
+    setKernelThreads(restoreThreads);
+  auto end = std::chrono::steady_clock::now();
+  double seconds = std::chrono::duration<double>(end - start).count();
+  stepTime += seconds;
+  if (width)
+    width->afterStep(
+        seconds, std::chrono::duration<double>(end.time_since_epoch()).count(),
+        StepWidth::involuntarySwitches());
   ++position;
   if (!called)
     return true;

@@ -47,6 +47,7 @@
 namespace tfmc::runtime {
 
 class StepTeam;
+class StepWidth;
 
 struct BatchShape {
   int64_t layers = 0, dModel = 0, vocab = 0;
@@ -103,6 +104,11 @@ public:
   /// of them, each holding what this decoder's own frames hold). Called
   /// before encode().
   void useTeam(StepTeam &team, std::vector<MemberFrames> others);
+  /// Lets `width` (StepWidth.h) run the encoder call and each step on all
+  /// the threads (the team's members, or the library kernels' threads) or
+  /// on the calling thread alone, and tells it how long each step took.
+  /// Called before encode(); `width` outlives the decoder.
+  void useStepWidth(StepWidth &width);
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
@@ -111,6 +117,8 @@ public:
   double stepSeconds() const { return stepTime; }
   /// Rows (hypotheses) run through decode_step so far, summed over steps.
   int64_t rowSteps() const { return rows; }
+  /// Steps run so far.
+  int64_t steps() const { return position; }
 
 private:
   void moveSelfCaches(llvm::ArrayRef<int64_t> sources);
@@ -177,6 +185,11 @@ private:
   CallFrame *greedyFrame = nullptr, *beamFrame = nullptr;
   StepTeam *team = nullptr;
   std::vector<MemberFrames> members;
+  StepWidth *width = nullptr;
+  /// The members that run a call over `units` rows or slots (1: this
+  /// thread alone), with the library kernels' threads set for it:
+  /// `restoreThreads`, when not 0, is what to set them back to after it.
+  int partsFor(int64_t units, int &restoreThreads);
   Buffer<int32_t> neverIds, allowEosFlags, chosen;
   /// decode_beam's outputs.
   Buffer<float> candidateValues;

@@ -161,6 +161,7 @@ void Session::prepareKernels(int64_t rows) {
   }
   encodeTime = decodeTime = stepTime = 0;
   rowSteps = 0;
+  narrowStepCount = widthStepCount = 0;
 }
 
 Session::Frames &Session::acquireFrames() {

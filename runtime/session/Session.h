@@ -14,9 +14,11 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include "runtime/session/StepWidth.h"
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
+
 #include <string>
 #include <vector>
 
@@ -158,6 +160,11 @@ public:
   /// Decoder rows run in those steps (a beam of K decodes up to K rows per
   /// sentence and step): model cost per row = stepSeconds / decodedRows.
   int64_t decodedRows() const { return rowSteps; }
+  /// Decoder steps (of batches on several threads) that ran on one thread
+  /// because other processes shared the cores (StepWidth.h), and all the
+  /// steps of such batches.
+  int64_t narrowSteps() const { return narrowStepCount; }
+  int64_t widthSteps() const { return widthStepCount; }
 
   /// Runs the encoder on `sources` and returns a decoder whose slots are
   /// the rows, with KV caches for `maxSteps` positions and room for
@@ -234,6 +241,10 @@ private:
   frontend::ComputeType computeType = frontend::ComputeType::Float32;
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int64_t rowSteps = 0;
+  /// Whether steps on several threads run on one for now: every batch
+  /// starts from the last one's StepWidth (guarded by `mutex`).
+  StepWidth stepWidth;
+  int64_t narrowStepCount = 0, widthStepCount = 0;
   int threads = 1;
   /// Bytes of weights a decoder step reads (decode_greedy's arguments).
   int64_t stepWeightBytes = 0;

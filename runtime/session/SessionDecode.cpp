@@ -134,11 +134,21 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     // between them (an OpenMP pool left spinning after a parallel layer
     // would take a member's core).
     setKernelThreads(team ? 1 : threads);
+    // On several threads, whether each step runs on all of them or, while
+    // other processes share the cores, on this one (StepWidth.h).
+    std::optional<StepWidth> width;
+    if (threads > 1) {
+      std::lock_guard<std::mutex> lock(mutex);
+      width = stepWidth;
+    }
+    int64_t narrowBefore = width ? width->narrowSteps() : 0;
     auto start = std::chrono::steady_clock::now();
     auto decoder = startDecoding(*leases[0], sources, batchSteps, sureSteps,
                                  slotsPerRow, [&](BatchDecoder &d) {
                                    if (stepTeam)
                                      d.useTeam(*stepTeam, std::move(others));
+                                   if (width)
+                                     d.useStepWidth(*width);
                                  });
     double encodeSeconds = secondsSince(start);
     Result result;
@@ -148,6 +158,12 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
       result = search(**decoder, effective, specialIds());
       addTimes(encodeSeconds, secondsSince(start), batch.stepSeconds(),
                batch.rowSteps());
+      if (width) {
+        std::lock_guard<std::mutex> lock(mutex);
+        stepWidth = *width;
+        narrowStepCount += width->narrowSteps() - narrowBefore;
+        widthStepCount += batch.steps();
+      }
     }
     setKernelThreads(threads);
     if (!decoder)

@@ -75,7 +75,10 @@ TEST_P(Threads, WorkerThreadsMatchTheReference) {
 /// (StepTeam.h). Greedy and beam search, float32, int8
 /// and float16 weights, 2 and 3 threads (3 splits the panels unevenly):
 /// the same ids and scores, bit for bit, as one thread; greedy float32 also
-/// the reference's.
+/// the reference's. The same for StepTeams::Never (these few rows: one
+/// thread whose library kernels split their columns between the threads).
+/// Under TFMC_STEP_WIDTH=alternate (ctest e2e-threads-step-width) every
+/// other step and encoder call runs on one thread instead (StepWidth.h).
 TEST_P(Threads, TeamStepsEqualOneThread) {
   const auto &[fixture, library] = GetParam();
   TokenRows src = readRows(fixturePath(fixture, "src.ids"));
@@ -94,14 +97,19 @@ TEST_P(Threads, TeamStepsEqualOneThread) {
     auto greedyOne = one.translate(src, greedy);
     auto beamOne = one.translateBeam(few, beam);
     ASSERT_TRUE(greedyOne && beamOne);
-    for (int threads : {2, 3}) {
-      SCOPED_TRACE(frontend::stringifyComputeType(type).str() + ", " +
-                   std::to_string(threads) + " threads");
+    for (auto [threads, teams] :
+         {std::pair(2, SessionOptions::StepTeams::Always),
+          std::pair(3, SessionOptions::StepTeams::Always),
+          std::pair(2, SessionOptions::StepTeams::Never)}) {
+      SCOPED_TRACE(
+          frontend::stringifyComputeType(type).str() + ", " +
+          std::to_string(threads) + " threads" +
+          (teams == SessionOptions::StepTeams::Never ? ", no team" : ""));
       SessionOptions options;
       options.useLibraryKernels = library;
       options.computeType = type;
       options.threads = threads;
-      options.stepTeams = SessionOptions::StepTeams::Always;
+      options.stepTeams = teams;
       options.cacheDir = TFMC_E2E_CACHE_DIR;
       auto opened = Session::open(fixturePath(fixture, "model.json"), options);
       ASSERT_TRUE(static_cast<bool>(opened))
@@ -118,6 +126,11 @@ TEST_P(Threads, TeamStepsEqualOneThread) {
       ASSERT_TRUE(static_cast<bool>(beams))
           << llvm::toString(beams.takeError());
       ASSERT_NO_FATAL_FAILURE(expectSameHypotheses(*beams, *beamOne, "beam"));
+      // Every step on all the threads, or (alternate) half on one.
+      if (StepWidth::environmentPolicy() == StepWidth::Policy::Alternate)
+        EXPECT_GT((*opened)->narrowSteps(), 0);
+      else if (StepWidth::environmentPolicy() == StepWidth::Policy::All)
+        EXPECT_EQ((*opened)->narrowSteps(), 0);
     }
   }
 }

@@ -379,6 +379,12 @@ public:
           s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
           decode > 0 ? result->generatedTokens / decode : 0.0,
           result->warnedLines, s.decodedRows());
+      if (s.narrowSteps() > 0)
+        llvm::errs() << llvm::formatv(
+            "tfmc: {0} of {1} decoder steps ran on one thread of {2} (cores "
+            "shared with other processes, or TFMC_STEP_WIDTH: docs/cli.md, "
+            "--threads)\n",
+            s.narrowSteps(), s.widthSteps(), threads);
     }
     if (profileOutput)
       if (llvm::Error e = profileOutput->write(**translator))
