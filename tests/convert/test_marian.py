@@ -117,6 +117,25 @@ def test_separate_vocabularies(marian_models):
     assert not np.array_equal(weights["encoder_embedding.weight"], weights["decoder_embedding.weight"])
 
 
+@pytest.mark.parametrize("key", ["state_dict", "model"])
+def test_a_state_dict_saved_inside_a_dict(marian_models, tmp_path, capsys, key):
+    # pytorch_model.bin holding {key: state_dict, "epoch": ...} converts and
+    # checks as the bare state_dict does (the check's reader unwrapped it
+    # too only from 2026-12-05: it failed with an AttributeError).
+    import shutil
+    import torch
+    m = marian_models("bin-swish-untied")
+    d = tmp_path / "wrapped"
+    shutil.copytree(m["orig"], d)
+    sd = torch.load(d / "pytorch_model.bin")
+    torch.save({key: sd, "epoch": 3}, d / "pytorch_model.bin")
+    rc, stdout, err = convert(["marian", d, "-o", tmp_path / "o"], capsys)
+    assert rc == 0 and "(ok, tolerance" in stdout, err
+    a = tfm.read_safetensors(os.path.join(m["out"], "model.safetensors"))
+    b = tfm.read_safetensors(os.path.join(tmp_path / "o", "model.safetensors"))
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 def test_missing_final_logits_bias_is_zero(marian_models):
     m = marian_models("st-relu-no-head-no-bias")
     weights = tfm.read_safetensors(os.path.join(m["out"], "model.safetensors"))

@@ -105,6 +105,13 @@ def read_weights(model_dir):
         return {k: torch.from_numpy(np.array(v)) for k, v in _tfm.read_safetensors(st).items()}
     obj = torch.load(os.path.join(model_dir, "pytorch_model.bin"), map_location="cpu",
                      weights_only=True)
+    # A state_dict saved inside a dict ({"state_dict": ...} or {"model": ...}),
+    # which tfmc-convert also reads.
+    if isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        for key in ("state_dict", "model"):
+            if isinstance(obj.get(key), dict):
+                obj = obj[key]
+                break
     return {k: v.float() for k, v in obj.items()}
 
 
