@@ -54,6 +54,13 @@ int64_t libraryKernelMinRows();
 void setKernelThreads(int threads);
 int kernelThreads();
 
+/// The most rows at which a library linear layer (and greedy's and beam's
+/// fused projections) computes the same results whatever kernelThreads()
+/// is: the packed kernels split only the columns between the threads. 0
+/// where they do not run (oneDNN's GEMM, and the chunks of a larger layer,
+/// choose their blocking or kernel by the thread count).
+int64_t threadNeutralRows();
+
 /// Library kernels keep per-weight data (int8 weights reordered for the
 /// GEMM, their row sums) keyed by the weight's address; the owner of a
 /// weight buffer calls this before freeing it.

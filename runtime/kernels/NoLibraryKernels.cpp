@@ -6,10 +6,14 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/KernelAbi.h"
 
+#include <cstdint>
+
 bool tfmc::runtime::haveLibraryKernels() { return false; }
 int64_t tfmc::runtime::libraryKernelMinRows() { return 8; }
 void tfmc::runtime::setKernelThreads(int) {}
 int tfmc::runtime::kernelThreads() { return 1; }
+// Compiled loops never use the kernel threads.
+int64_t tfmc::runtime::threadNeutralRows() { return INT64_MAX; }
 std::string tfmc::runtime::takeKernelError() { return {}; }
 std::vector<std::pair<std::string, void *>> tfmc::runtime::kernelSymbols() {
   auto symbols = bufferPoolSymbols();

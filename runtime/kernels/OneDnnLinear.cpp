@@ -614,6 +614,10 @@ void tfmc::runtime::setKernelThreads(int threads) {
 
 int tfmc::runtime::kernelThreads() { return omp_get_max_threads(); }
 
+int64_t tfmc::runtime::threadNeutralRows() {
+  return packed::availableOnThisCpu() ? OneDnn::kPackedMaxRows : 0;
+}
+
 std::string tfmc::runtime::takeKernelError() {
   return OneDnn::get().takeError();
 }

@@ -161,36 +161,44 @@ llvm::Error BatchDecoder::encode() {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "encode and decode_step disagree on the cross-attention key type");
-  int restoreThreads = 0;
-  int parts = partsFor(src.rows, restoreThreads);
+  // The encoder always runs on all the threads: its large layers choose
+  // their kernel by the kernel threads (StepWidth.h).
+  int parts =
+      team ? static_cast<int>(std::clamp<int64_t>(src.rows, 1, team->size()))
+           : 1;
   for (int m = 0; m < parts; ++m) {
     int64_t first = src.rows * m / parts,
             count = src.rows * (m + 1) / parts - first;
     bindSources(frameOf(StepKind::Encode, m), first, count);
   }
-  llvm::Error called = callFrames(StepKind::Encode, parts);
-  if (restoreThreads)
-    setKernelThreads(restoreThreads);
-  return called;
+  return callFrames(StepKind::Encode, parts);
 }
 
-int BatchDecoder::partsFor(int64_t units, int &restoreThreads) {
-  restoreThreads = 0;
-  if (width && width->narrow()) {
-    if (!team) {
-      restoreThreads = kernelThreads();
-      setKernelThreads(1);
-    }
-    return 1;
-  }
-  return team ? static_cast<int>(std::clamp<int64_t>(units, 1, team->size()))
-              : 1;
-}
-
-void BatchDecoder::useStepWidth(StepWidth &stepWidth) {
+void BatchDecoder::useStepWidth(StepWidth &stepWidth, int64_t maxRows) {
   width = &stepWidth;
+  narrowMaxRows = maxRows;
   width->startBatch();
 }
+
+namespace {
+/// Sets the calling thread's library-kernel threads to one for a narrow
+/// step without a team (a team's members compute on one each anyway), and
+/// back when it goes.
+class OneKernelThread {
+public:
+  explicit OneKernelThread(bool active) : before(active ? kernelThreads() : 0) {
+    if (before)
+      setKernelThreads(1);
+  }
+  ~OneKernelThread() {
+    if (before)
+      setKernelThreads(before);
+  }
+
+private:
+  int before;
+};
+} // namespace
 
 llvm::Error BatchDecoder::callFrames(StepKind kind, int parts) {
   if (parts == 1)
@@ -305,9 +313,14 @@ bool BatchDecoder::runStep(
   auto start = std::chrono::steady_clock::now();
   rows += active;
   // With a team, every step runs on it (a member per slot while there are
-  // fewer slots than members), unless the StepWidth says one thread.
-  int restoreThreads = 0;
-  int parts = partsFor(active, restoreThreads);
+  // fewer slots than members), unless the StepWidth says one thread (only
+  // for steps whose results do not depend on it).
+  bool widthApplies = width && active <= narrowMaxRows;
+  bool narrow = widthApplies && width->narrow();
+  int parts =
+      !team || narrow
+          ? 1
+          : static_cast<int>(std::clamp<int64_t>(active, 1, team->size()));
   // Contiguous ranges of slots, as even as they go.
   for (int m = 0; m < parts; ++m) {
     int64_t first = active * m / parts,
@@ -316,16 +329,18 @@ bool BatchDecoder::runStep(
     bindSlots(f, first, count);
     bindOwn(f, first, count);
   }
-  llvm::Error called = callFrames(kind, parts);
-  if (restoreThreads)
-    setKernelThreads(restoreThreads);
-  auto end = std::chrono::steady_clock::now();
-  double seconds = std::chrono::duration<double>(end - start).count();
+  int64_t switchesBefore = widthApplies ? StepWidth::involuntarySwitches() : 0;
+  llvm::Error called = [&] {
+    OneKernelThread one(narrow && !team);
+    return callFrames(kind, parts);
+  }();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   stepTime += seconds;
-  if (width)
-    width->afterStep(
-        seconds, std::chrono::duration<double>(end.time_since_epoch()).count(),
-        StepWidth::involuntarySwitches());
+  if (widthApplies)
+    width->afterStep(seconds,
+                     StepWidth::involuntarySwitches() - switchesBefore);
   ++position;
   if (!called)
     return true;

@@ -104,11 +104,11 @@ public:
   /// of them, each holding what this decoder's own frames hold). Called
   /// before encode().
   void useTeam(StepTeam &team, std::vector<MemberFrames> others);
-  /// Lets `width` (StepWidth.h) run the encoder call and each step on all
-  /// the threads (the team's members, or the library kernels' threads) or
-  /// on the calling thread alone, and tells it how long each step took.
-  /// Called before encode(); `width` outlives the decoder.
-  void useStepWidth(StepWidth &width);
+  /// Lets `width` (StepWidth.h) run each step of at most `maxRows` slots
+  /// on all the threads (the team's members, or the library kernels'
+  /// threads) or on the calling thread alone, and tells it how long each
+  /// took. `width` outlives the decoder.
+  void useStepWidth(StepWidth &width, int64_t maxRows);
   void reorder(llvm::ArrayRef<int64_t> sources) override;
   llvm::Error takeError() override;
   int64_t sourceTokens(int64_t row) const override { return src.lengths[row]; }
@@ -186,10 +186,7 @@ private:
   StepTeam *team = nullptr;
   std::vector<MemberFrames> members;
   StepWidth *width = nullptr;
-  /// The members that run a call over `units` rows or slots (1: this
-  /// thread alone), with the library kernels' threads set for it:
-  /// `restoreThreads`, when not 0, is what to set them back to after it.
-  int partsFor(int64_t units, int &restoreThreads);
+  int64_t narrowMaxRows = 0;
   Buffer<int32_t> neverIds, allowEosFlags, chosen;
   /// decode_beam's outputs.
   Buffer<float> candidateValues;

@@ -120,6 +120,7 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   session->stepWeightBytes = weightBytes(
       step ? step : session->compiledModel->function("decode_step"));
   session->stepTeams = options.stepTeams;
+  session->libraryKernels = options.useLibraryKernels;
   // One set of call frames per worker thread (row-parallel decoding) to
   // begin with; concurrent callers get more on demand.
   session->threads = std::max(options.threads, 1);

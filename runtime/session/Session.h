@@ -8,17 +8,16 @@
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/CompiledModel.h"
 #include "runtime/session/PositionTable.h"
+#include "runtime/session/StepWidth.h"
 #include "runtime/session/WeightStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
-#include "runtime/session/StepWidth.h"
 #include <map>
 #include <memory>
 #include <mutex>
-
 #include <string>
 #include <vector>
 
@@ -160,9 +159,11 @@ public:
   /// Decoder rows run in those steps (a beam of K decodes up to K rows per
   /// sentence and step): model cost per row = stepSeconds / decodedRows.
   int64_t decodedRows() const { return rowSteps; }
-  /// Decoder steps (of batches on several threads) that ran on one thread
-  /// because other processes shared the cores (StepWidth.h), and all the
-  /// steps of such batches.
+  /// Decoder steps that ran on one thread of several (StepWidth.h: other
+  /// processes shared the cores, or TFMC_STEP_WIDTH), and all the steps of
+  /// the batches whose threads meet at every layer (a step team, or the
+  /// library kernels' threads; not those decoded as slices). Read, like
+  /// the timers above, without the lock: between calls.
   int64_t narrowSteps() const { return narrowStepCount; }
   int64_t widthSteps() const { return widthStepCount; }
 
@@ -248,6 +249,8 @@ private:
   int threads = 1;
   /// Bytes of weights a decoder step reads (decode_greedy's arguments).
   int64_t stepWeightBytes = 0;
+  /// SessionOptions::useLibraryKernels.
+  bool libraryKernels = true;
   SessionOptions::StepTeams stepTeams = SessionOptions::StepTeams::Auto;
   int64_t initialCachePositions = 32;
   /// Call frames (weights bound), one set per concurrent caller or worker

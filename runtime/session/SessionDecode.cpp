@@ -17,6 +17,7 @@
 #include "runtime/session/BatchDecoder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <thread>
 
@@ -134,13 +135,19 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
     // between them (an OpenMP pool left spinning after a parallel layer
     // would take a member's core).
     setKernelThreads(team ? 1 : threads);
-    // On several threads, whether each step runs on all of them or, while
-    // other processes share the cores, on this one (StepWidth.h).
+    // On several threads that meet at every layer (a team, or the library
+    // kernels' threads), whether each step runs on all of them or, while
+    // other processes share the cores, on this one (StepWidth.h). Callers
+    // at once each start from the session's and the last to finish leaves
+    // its own: the state is advice, and a lost update costs a trial.
     std::optional<StepWidth> width;
-    if (threads > 1) {
+    bool library = libraryKernels && haveLibraryKernels();
+    if (threads > 1 && (team || library)) {
       std::lock_guard<std::mutex> lock(mutex);
       width = stepWidth;
     }
+    // Steps whose results would change on one thread stay on all of them.
+    int64_t narrowMaxRows = library ? threadNeutralRows() : INT64_MAX;
     int64_t narrowBefore = width ? width->narrowSteps() : 0;
     auto start = std::chrono::steady_clock::now();
     auto decoder = startDecoding(*leases[0], sources, batchSteps, sureSteps,
@@ -148,7 +155,7 @@ llvm::Expected<Result> Session::decode(const TokenRows &sources,
                                    if (stepTeam)
                                      d.useTeam(*stepTeam, std::move(others));
                                    if (width)
-                                     d.useStepWidth(*width);
+                                     d.useStepWidth(*width, narrowMaxRows);
                                  });
     double encodeSeconds = secondsSince(start);
     Result result;

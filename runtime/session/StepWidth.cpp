@@ -1,4 +1,4 @@
-//===- StepWidth.cpp - all of the threads, or one, for a decoder step -----===//
+//===- StepWidth.cpp - a decoder step on all the threads or one -----------===//
 #include "runtime/session/StepWidth.h"
 
 #include <sys/resource.h>
@@ -42,7 +42,7 @@ StepWidth::Policy StepWidth::environmentPolicy() {
   return policy;
 }
 
-double StepWidth::typical(std::vector<double> v) {
+double StepWidth::typical(const std::vector<double> &v) {
   // The mean, with each time at most twice the median: the steps of a
   // shared machine alternate between fast and slow (a mean, not a median),
   // and one step may take a page fault's or a time slice's worth longer.
@@ -57,60 +57,88 @@ double StepWidth::typical(std::vector<double> v) {
 
 void StepWidth::startBatch() {
   warm = 0;
-  recent.clear();
-  trial.clear();
-  trialLeft = 0;
-  evidenceStart = -1;
+  lastKept = 0;
+  // A pair is two steps of one batch: an unfinished one starts again.
+  haveOther = haveKept = false;
+  otherNext = otherTimes.size() % 2 == 0;
 }
 
-void StepWidth::afterStep(double seconds, double now, int64_t switches) {
+void StepWidth::afterStep(double seconds, int64_t switches) {
   if (narrow())
     ++narrowCount;
   ++stepCount;
   if (policy != Policy::Auto)
     return;
-  if (warm < kWarmSteps || trialLeft > 0) {
-    if (warm < kWarmSteps) {
-      ++warm;
-    } else {
-      trial.push_back(seconds);
-      if (--trialLeft == 0)
-        settleTrial(now);
-    }
-    // The evidence is of the kept width's steps only.
-    evidenceStart = now;
-    switchesAtStart = switches;
+  if (warm < kWarmSteps) {
+    ++warm;
     return;
   }
-  recent.push_back(seconds);
-  if (recent.size() > static_cast<size_t>(kCompared))
-    recent.erase(recent.begin());
+  if (inTrial) {
+    trialStep(seconds);
+    return;
+  }
+  lastKept = seconds;
+  untilTrial -= seconds;
   // On one thread, trials of all the threads come on schedule; on all of
   // them, when the evidence says that their cores are shared.
   bool tryOther = oneThread;
-  if (!oneThread && (now - evidenceStart >= kEvidenceSeconds ||
-                     switches - switchesAtStart >= kEvidenceSwitches)) {
-    double rate =
-        static_cast<double>(switches - switchesAtStart) / (now - evidenceStart);
-    tryOther = rate >= kSwitchRate;
-    evidenceStart = now;
-    switchesAtStart = switches;
+  if (!oneThread) {
+    evidenceSeconds += seconds;
+    evidenceSwitches += switches;
+    if (evidenceSeconds >= kEvidenceSeconds ||
+        evidenceSwitches >= kEvidenceSwitches) {
+      tryOther = static_cast<double>(evidenceSwitches) >=
+                 kSwitchRate * evidenceSeconds;
+      evidenceSeconds = 0;
+      evidenceSwitches = 0;
+    }
   }
-  if (tryOther && now >= nextTrial &&
-      recent.size() == static_cast<size_t>(kCompared)) {
-    trialLeft = kCompared;
-    trial.clear();
+  if (tryOther && untilTrial <= 0) {
+    inTrial = true;
+    otherNext = true;
+    haveOther = haveKept = false;
+    otherTimes.clear();
+    keptTimes.clear();
   }
 }
 
-void StepWidth::settleTrial(double now) {
-  if (typical(trial) < kMargin * typical(recent)) {
+void StepWidth::trialStep(double seconds) {
+  if (otherNext) {
+    if (lastKept > 0 && seconds > kAbort * lastKept) {
+      settleTrial(false);
+      return;
+    }
+    pairOther = seconds;
+    haveOther = true;
+  } else {
+    pairKept = lastKept = seconds;
+    haveKept = true;
+  }
+  if (!(haveOther && haveKept)) {
+    otherNext = !otherNext;
+    return;
+  }
+  otherTimes.push_back(pairOther);
+  keptTimes.push_back(pairKept);
+  haveOther = haveKept = false;
+  if (otherTimes.size() == static_cast<size_t>(kPairs)) {
+    settleTrial(typical(otherTimes) < kMargin * typical(keptTimes));
+    return;
+  }
+  // The next pair in the other order.
+  otherNext = otherTimes.size() % 2 == 0;
+}
+
+void StepWidth::settleTrial(bool won) {
+  if (won) {
     oneThread = !oneThread;
     backoff = kMinBackoff;
-    recent = trial;
   } else {
     backoff = std::min(2 * backoff, kMaxBackoff);
   }
-  nextTrial = now + backoff;
-  trial.clear();
+  untilTrial = backoff;
+  inTrial = otherNext = false;
+  lastKept = 0;
+  evidenceSeconds = 0;
+  evidenceSwitches = 0;
 }
