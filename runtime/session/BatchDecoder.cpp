@@ -314,8 +314,10 @@ bool BatchDecoder::runStep(
   rows += active;
   // With a team, every step runs on it (a member per slot while there are
   // fewer slots than members), unless the StepWidth says one thread (only
-  // for steps whose results do not depend on it).
-  bool widthApplies = width && active <= narrowMaxRows;
+  // for steps whose results do not depend on it, and that would run on
+  // more than one: a team's step of one slot runs on its first member).
+  bool widthApplies =
+      width && active <= narrowMaxRows && (!team || active >= 2);
   bool narrow = widthApplies && width->narrow();
   int parts =
       !team || narrow

@@ -162,6 +162,8 @@ void Session::prepareKernels(int64_t rows) {
   }
   encodeTime = decodeTime = stepTime = 0;
   rowSteps = 0;
+  // The warm-up's steps are no evidence of how the cores are shared.
+  stepWidth = StepWidth();
   narrowStepCount = widthStepCount = 0;
 }
 

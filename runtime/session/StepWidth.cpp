@@ -69,6 +69,10 @@ void StepWidth::afterStep(double seconds, int64_t switches) {
   ++stepCount;
   if (policy != Policy::Auto)
     return;
+  if (inTrial && ++trialSteps > kTrialSteps) {
+    settleTrial(false);
+    return;
+  }
   if (warm < kWarmSteps) {
     ++warm;
     return;
@@ -96,6 +100,7 @@ void StepWidth::afterStep(double seconds, int64_t switches) {
   if (tryOther && untilTrial <= 0) {
     inTrial = true;
     otherNext = true;
+    trialSteps = 0;
     haveOther = haveKept = false;
     otherTimes.clear();
     keptTimes.clear();

@@ -76,7 +76,8 @@ public:
     case Policy::Auto:
       break;
     }
-    return inTrial && otherNext ? !oneThread : oneThread;
+    // A batch's first steps run at the kept width, in a trial too.
+    return inTrial && otherNext && warm >= kWarmSteps ? !oneThread : oneThread;
   }
 
   /// A new batch: its first steps are not compared.
@@ -96,6 +97,9 @@ public:
   static constexpr int kWarmSteps = 2;
   /// Pairs of steps (one of each width) a trial compares.
   static constexpr int kPairs = 4;
+  /// Steps a trial may take (warm ones included): batches too short to
+  /// hold a pair after their first steps would keep it going for ever.
+  static constexpr int kTrialSteps = 8 * kPairs;
   /// Preemptions a second of decoding at or above which all the threads
   /// are tried against one.
   static constexpr double kSwitchRate = 90;
@@ -133,6 +137,7 @@ private:
   /// to pair, so that a drift of the step times favours neither), and its
   /// complete pairs' times.
   bool inTrial = false, otherNext = false;
+  int trialSteps = 0;
   bool haveOther = false, haveKept = false;
   double pairOther = 0, pairKept = 0;
   std::vector<double> otherTimes, keptTimes;

@@ -132,6 +132,18 @@ TEST(StepWidth, ShortBatchesSwitchBothWays) {
   EXPECT_EQ(m.narrowSteps, before);
 }
 
+TEST(StepWidth, BatchesTooShortForAPairNeverSwitchBlindly) {
+  // Three steps a batch (two words and an end), the first two never
+  // compared: no pair ever completes. Trials must end (as lost) rather than
+  // leave every step at the other width with nothing timed behind it.
+  Machine m{constant(0.004), constant(0.010), constant(kSharedRate)};
+  m.batchSteps = 3;
+  StepWidth width(StepWidth::Policy::Auto);
+  m.run(width, 30000);
+  EXPECT_LT(m.narrowSteps, 30000 / 20);
+  EXPECT_FALSE(width.narrow());
+}
+
 TEST(StepWidth, ATrialIsNotFooledByStepsThatShrink) {
   // Greedy batches lose rows as sentences finish: each step is faster than
   // the one before (here by 12%), and one thread is no faster than all.
