@@ -16,6 +16,10 @@ void freeBuffers(ModuleOp module) {
     while (!views.empty()) {
       Value v = views.pop_back_val();
       for (Operation *user : v.getUsers()) {
+        // Freed already: IR lowered before (stage 3 given to
+        // tfm-lower-to-loops again) must not free it twice.
+        if (isa<memref::DeallocOp>(user))
+          return;
         if (auto cast = dyn_cast<memref::CastOp>(user))
           views.push_back(cast.getResult());
         Operation *inBlock = block->findAncestorOpInBlock(*user);
