@@ -62,7 +62,7 @@ mlir::tfm::emitModel(const tfmc::frontend::Model &model, Stage stage,
     if (s != stage)
       return;
     llvm::raw_string_ostream os(result);
-    module->print(os);
+    printModule(*module, os, options);
   };
   capture(Stage::Tfm);
   for (int s = static_cast<int>(Stage::Fused); s <= static_cast<int>(mlirLast);

@@ -155,6 +155,14 @@ llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
   return llvm::Error::success();
 }
 
+void mlir::tfm::printModule(ModuleOp module, llvm::raw_ostream &os,
+                            const PipelineOptions &options) {
+  OpPrintingFlags flags;
+  if (options.printLocations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module.print(os, flags);
+}
+
 llvm::Error mlir::tfm::lowerToStage(ModuleOp module, Stage from, Stage to,
                                     const PipelineOptions &options,
                                     llvm::StringRef dumpDir) {
@@ -162,7 +170,7 @@ llvm::Error mlir::tfm::lowerToStage(ModuleOp module, Stage from, Stage to,
   if (!dumpDir.empty() && from == Stage::Tfm) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    module.print(os);
+    printModule(module, os, options);
     if (llvm::Error e = dumpStage(dumpDir, Stage::Tfm, "mlir", text))
       return e;
   }
@@ -201,7 +209,7 @@ llvm::Error mlir::tfm::lowerToStage(ModuleOp module, Stage from, Stage to,
     if (!dumpDir.empty()) {
       std::string text;
       llvm::raw_string_ostream os(text);
-      module.print(os);
+      printModule(module, os, options);
       if (llvm::Error e = dumpStage(dumpDir, stage, "mlir", text))
         return e;
     }

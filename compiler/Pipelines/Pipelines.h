@@ -48,6 +48,10 @@ struct PipelineOptions {
   /// When set, each stage's pass manager records per-pass times nested
   /// under this scope (tfmc --timing).
   TimingScope *timing = nullptr;
+  /// Print each op's location with the stages' text (printModule): its
+  /// name in the model, as tfmc profile's rows and the graph's nodes show
+  /// it (tfmc compile --locations).
+  bool printLocations = false;
 };
 
 /// tfm -> fused: attention split into projections and the fused core,
@@ -71,6 +75,12 @@ void registerPipelineDialects(DialectRegistry &registry);
 llvm::Error lowerToStage(ModuleOp module, Stage from, Stage to,
                          const PipelineOptions &options,
                          llvm::StringRef dumpDir = "");
+
+/// Prints `module` as the stages' text: with options.printLocations, each
+/// op's location too (as `loc(#locN)`, defined at the end: text tfm-opt
+/// reads back with its names).
+void printModule(ModuleOp module, llvm::raw_ostream &os,
+                 const PipelineOptions &options);
 
 /// Writes `module` (or any text) to DIR/NN-<stage>.<ext>.
 llvm::Error dumpStage(llvm::StringRef dumpDir, Stage stage,

@@ -196,6 +196,9 @@ public:
               llvm::function_ref<Value(Value)> crossAttention) {
     llvm::StringMap<Value> values;
     values["x"] = x;
+    // Residual sums are numbered in the layer's order (`N.residual1`,
+    // `N.residual2`, ...): a profile's rows tell them apart.
+    int residuals = 0;
     std::function<Value(int)> eval = [&](int index) -> Value {
       const RecipeNode &n = recipe.nodes[index];
       switch (n.kind) {
@@ -212,7 +215,9 @@ public:
       case RecipeNode::Kind::Add: {
         Value sum = eval(n.operands[0]);
         for (int o : llvm::ArrayRef(n.operands).drop_front())
-          sum = b.create<tfm::AddOp>(loc(prefix + ".residual"), sum, eval(o));
+          sum = b.create<tfm::AddOp>(
+              loc(prefix + ".residual" + std::to_string(++residuals)), sum,
+              eval(o));
         return sum;
       }
       }

@@ -16,7 +16,9 @@
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <optional>
 
@@ -51,6 +53,11 @@ public:
                            "compiled-model cache and print the entry's path "
                            "(no IR is printed)"),
                   cl::sub(sub), cl::cat(cat)),
+        locations("locations",
+                  cl::desc("Print each op's location with the IR (--emit "
+                           "and --dump-ir's .mlir stages): its name in the "
+                           "model, as tfmc profile's rows show it"),
+                  cl::sub(sub), cl::cat(cat)),
         libraryMinRows(
             "library-min-rows",
             cl::desc("With --kernels=library: linear layers with fewer rows "
@@ -73,6 +80,18 @@ public:
       return fail("--emit: unknown stage '" + emit +
                   "' (expected tfm, fused, loops, llvm, llvmir, asm, obj or "
                   "graph)");
+    if (output.getNumOccurrences() && output.empty())
+      return fail("-o: the path is empty (leave -o out for stdout)");
+    if (dumpIR.getNumOccurrences() && dumpIR.empty())
+      return fail("--dump-ir: the directory path is empty");
+    if (llvm::Error e = checkOutputBesideDump())
+      return fail(std::move(e));
+    if (locations && cacheOnly)
+      return fail("--locations: --cache-only prints no IR");
+    if (locations && (graph || *stage > mlir::tfm::Stage::LLVM) &&
+        dumpIR.empty())
+      return fail("--locations prints the MLIR stages' locations: --emit=" +
+                  emit + " has none (with --dump-ir, its .mlir files do)");
     if (cacheOnly && (emit.getNumOccurrences() || !output.empty()))
       return fail("--cache-only prints no IR: it cannot go with --emit or -o "
                   "(--dump-ir DIR writes the stages of what it compiles)");
@@ -115,6 +134,7 @@ public:
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();
+    pipeline.printLocations = locations;
     std::string path = output;
     auto text = graph ? emitGraph(*loaded, pipeline, path)
                       : mlir::tfm::emitModel(*loaded, *stage, dumpIR, pipeline);
@@ -162,6 +182,32 @@ private:
     return dot;
   }
 
+  /// -o is not the --dump-ir directory nor one of the files it gets (which
+  /// the dump would write and -o then overwrite, or the other way round).
+  llvm::Error checkOutputBesideDump() const {
+    if (dumpIR.empty() || output.empty() || output == "-")
+      return llvm::Error::success();
+    auto absolute = [](llvm::StringRef p) {
+      llvm::SmallString<256> path(p);
+      llvm::sys::fs::make_absolute(path);
+      llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+      return std::string(path);
+    };
+    std::string out = absolute(output), dir = absolute(dumpIR);
+    if (out == dir)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "-o " + output +
+                                         " is the --dump-ir directory");
+    llvm::StringRef name = llvm::sys::path::filename(out);
+    if (llvm::sys::path::parent_path(out) == dir && name.size() > 3 &&
+        name[0] == '0' && name[1] >= '1' && name[1] <= '6' && name[2] == '-')
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "-o " + output + " is a file --dump-ir " + dumpIR +
+              " writes (its stages are named 01-tfm.mlir to 06-asm.s)");
+    return llvm::Error::success();
+  }
+
   /// --cache-only: compiles exactly what `translate` (or, for an
   /// encoder-only model, `encode`) loads, through the cache.
   int fillCache(frontend::Model loaded, bool library) {
@@ -197,7 +243,7 @@ private:
 
   cl::SubCommand sub;
   cl::opt<std::string> model, output, dumpIR, emit;
-  cl::opt<bool> cacheOnly;
+  cl::opt<bool> cacheOnly, locations;
   IntegerOption<int> libraryMinRows;
   KernelsOption kernels;
   ComputeTypeOptions computeType;

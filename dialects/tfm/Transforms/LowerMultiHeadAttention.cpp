@@ -22,25 +22,38 @@ struct LowerMultiHeadAttention : public OpRewritePattern<MultiHeadAttentionOp> {
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto project = [&](Value input, Value weight, Value bias) -> Value {
+    // The parts are named after the attention and their weights
+    // (`N.query_linear`, as the model file's `N.query_linear.weight`), so
+    // that a profile's rows and the IR's locations tell them apart.
+    auto part = [&](llvm::StringRef what) -> Location {
+      if (auto name = dyn_cast<NameLoc>(loc))
+        return NameLoc::get(
+            rewriter.getStringAttr(name.getName().strref() + "." + what));
+      return loc;
+    };
+    auto project = [&](Value input, Value weight, Value bias,
+                       llvm::StringRef what) -> Value {
       auto inType = cast<RankedTensorType>(input.getType());
       auto type = RankedTensorType::get(
           {inType.getDimSize(0), inType.getDimSize(1),
            cast<ShapedType>(weight.getType()).getDimSize(0)},
           inType.getElementType());
-      return rewriter.create<LinearOp>(loc, type, Activation::none, input,
-                                       weight, bias);
+      return rewriter.create<LinearOp>(part(what), type, Activation::none,
+                                       input, weight, bias);
     };
-    Value query =
-        project(op.getQuery(), op.getQueryWeight(), op.getQueryBias());
-    Value key = project(op.getKeyValue(), op.getKeyWeight(), op.getKeyBias());
-    Value value =
-        project(op.getKeyValue(), op.getValueWeight(), op.getValueBias());
+    Value query = project(op.getQuery(), op.getQueryWeight(), op.getQueryBias(),
+                          "query_linear");
+    Value key = project(op.getKeyValue(), op.getKeyWeight(), op.getKeyBias(),
+                        "key_linear");
+    Value value = project(op.getKeyValue(), op.getValueWeight(),
+                          op.getValueBias(), "value_linear");
 
     Value queryOffset, kvLength;
     if (Value position = op.getCachePosition()) {
-      rewriter.create<CacheWriteOp>(loc, key, op.getKeyCache(), position);
-      rewriter.create<CacheWriteOp>(loc, value, op.getValueCache(), position);
+      rewriter.create<CacheWriteOp>(part("key_cache"), key, op.getKeyCache(),
+                                    position);
+      rewriter.create<CacheWriteOp>(part("value_cache"), value,
+                                    op.getValueCache(), position);
       Value newSteps = rewriter.create<tensor::DimOp>(loc, op.getKeyValue(), 1);
       kvLength = rewriter.create<arith::AddIOp>(loc, position, newSteps);
       if (op.getMaskKind() == MaskKind::causal)
@@ -56,8 +69,8 @@ struct LowerMultiHeadAttention : public OpRewritePattern<MultiHeadAttentionOp> {
         loc, query.getType(), op.getMaskKindAttr(), query, key, value,
         op.getNumHeadsAttr(), rewriter.getF32FloatAttr(scale),
         op.getKeyLengths(), /*key_rows=*/Value(), queryOffset, kvLength);
-    rewriter.replaceOp(
-        op, project(attended, op.getOutputWeight(), op.getOutputBias()));
+    rewriter.replaceOp(op, project(attended, op.getOutputWeight(),
+                                   op.getOutputBias(), "output_linear"));
     return success();
   }
 };

@@ -76,7 +76,7 @@ struct TfmMergeProjectionsPass
     RankedTensorType weightType = ops[0].getWeight().getType();
     auto inType = cast<RankedTensorType>(input.getType());
     Type f32 = weightType.getElementType();
-    Location loc = ops[0].getLoc();
+    Location loc = mergedLocation(ops);
     auto addArgument = [&](Type type, StringAttr name) -> Value {
       unsigned index = func.getNumArguments();
       NamedAttribute role(StringAttr::get(ctx, kWeightArgAttr), name);
@@ -109,6 +109,23 @@ struct TfmMergeProjectionsPass
       op.getResult().replaceAllUsesWith(part);
       op.erase();
     }
+  }
+
+  /// The merged projection's name: what its parts' names share before
+  /// their last `.` (`N` for `N.query_linear`, `N.key_linear`, ...), else
+  /// the first part's location.
+  static Location mergedLocation(MutableArrayRef<LinearOp> ops) {
+    auto first = dyn_cast<NameLoc>(ops[0].getLoc());
+    if (!first)
+      return ops[0].getLoc();
+    llvm::StringRef parent = first.getName().strref().rsplit('.').first;
+    for (LinearOp op : ops) {
+      auto name = dyn_cast<NameLoc>(op.getLoc());
+      if (!name || name.getName().strref().rsplit('.').first != parent ||
+          name.getName().strref() == parent)
+        return ops[0].getLoc();
+    }
+    return NameLoc::get(StringAttr::get(ops[0].getContext(), parent));
   }
 
   static void eraseUnusedWeights(func::FuncOp func) {
