@@ -897,6 +897,8 @@ for name, extra, subs in [
     ("opt-beam-size-0", ["--beam-size", "0"], ["--beam-size"]),
     ("opt-n-best-above-beam", ["--beam-size", "2", "--n-best", "3"], ["--n-best"]),
     ("opt-threads-0", ["--threads", "0"], ["--threads"]),
+    ("opt-output-empty", ["-o", ""], ["-o", "the path is empty"]),
+    ("opt-dump-ir-empty", ["--dump-ir="], ["--dump-ir", "the path is empty"]),
     ("opt-max-length-offset-negative", ["--max-length-offset", "-1"], ["--max-length-offset"]),
     ("opt-repetition-penalty-0", ["--repetition-penalty", "0"], ["--repetition-penalty"]),
     ("opt-shard-out-of-range", ["--shard", "2/2"], ["--shard"]),

@@ -80,10 +80,6 @@ public:
       return fail("--emit: unknown stage '" + emit +
                   "' (expected tfm, fused, loops, llvm, llvmir, asm, obj or "
                   "graph)");
-    if (output.getNumOccurrences() && output.empty())
-      return fail("-o: the path is empty (leave -o out for stdout)");
-    if (dumpIR.getNumOccurrences() && dumpIR.empty())
-      return fail("--dump-ir: the directory path is empty");
     if (llvm::Error e = checkOutputBesideDump())
       return fail(std::move(e));
     if (locations && cacheOnly)

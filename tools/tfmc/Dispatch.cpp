@@ -16,6 +16,38 @@ namespace cl = llvm::cl;
 
 namespace tfmc::driver {
 
+namespace {
+
+/// The first option of `sub` naming a file or a directory (value FILE or
+/// DIR) that the command line gives an empty value (`-o ''`,
+/// `--dump-ir=`), or "": llvm::cl takes it, and an empty path would then
+/// mean the option's default (stdout, stdin, no dump) as if it had not
+/// been given.
+std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (!arg.starts_with("-") || arg == "-")
+      continue;
+    auto [name, value] = arg.ltrim('-').split('=');
+    auto found = sub.OptionsMap.find(name);
+    if (found == sub.OptionsMap.end())
+      continue;
+    llvm::StringRef kind = found->second->ValueStr;
+    if (kind != "FILE" && kind != "DIR")
+      continue;
+    bool inline_ = arg.contains('=');
+    if ((inline_ && value.empty()) ||
+        (!inline_ && i + 1 < argc && argv[i + 1][0] == '\0'))
+      return std::string(arg.take_while([](char c) { return c == '-'; })) +
+             name.str();
+  }
+  return "";
+}
+
+} // namespace
+
 int dispatch(int argc, char **argv,
              llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
              cl::OptionCategory &category, llvm::StringRef missingCommand) {
@@ -89,6 +121,9 @@ int dispatch(int argc, char **argv,
   }
   for (std::unique_ptr<Command> &command : commands)
     if (command->subcommand()) {
+      std::string empty = emptyPathOption(argc, argv, command->subcommand());
+      if (!empty.empty())
+        return fail(empty + ": the path is empty");
       int status = command->run();
       // The commands' options go with them; --timing prints its tree then.
       for (std::unique_ptr<Command> &c : commands)
