@@ -59,7 +59,8 @@ def TfmQuantize : Pass<"tfm-quantize", "func::FuncOp"> {
   }];
   let options = [
     Option<"computeType", "compute-type", "std::string", "\"int8\"",
-           "the weights' storage type: int8, float16 or bfloat16">,
+           "the weights' storage type: int8 (the default), float16 or "
+           "bfloat16">,
     Option<"outputProjection", "output-projection", "bool", "true",
            "also quantize the output projection (linear.weight)">,
   ];
