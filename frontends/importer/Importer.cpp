@@ -214,10 +214,13 @@ public:
         return layerNorm(eval(n.operands[0]), prefix + "." + n.name);
       case RecipeNode::Kind::Add: {
         Value sum = eval(n.operands[0]);
-        for (int o : llvm::ArrayRef(n.operands).drop_front())
+        for (int o : llvm::ArrayRef(n.operands).drop_front()) {
+          // The operand first: the sums inside it are numbered before.
+          Value operand = eval(o);
           sum = b.create<tfm::AddOp>(
               loc(prefix + ".residual" + std::to_string(++residuals)), sum,
-              eval(o));
+              operand);
+        }
         return sum;
       }
       }

@@ -183,20 +183,25 @@ private:
   llvm::Error checkOutputBesideDump() const {
     if (dumpIR.empty() || output.empty() || output == "-")
       return llvm::Error::success();
-    auto absolute = [](llvm::StringRef p) {
-      llvm::SmallString<256> path(p);
+    // Symbolic links resolved where the paths exist already.
+    auto resolved = [](llvm::StringRef p) {
+      llvm::SmallString<256> path(p.empty() ? "." : p);
+      llvm::SmallString<256> real;
+      if (!llvm::sys::fs::real_path(path, real))
+        return std::string(real);
       llvm::sys::fs::make_absolute(path);
       llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
       return std::string(path);
     };
-    std::string out = absolute(output), dir = absolute(dumpIR);
-    if (out == dir)
+    std::string dir = resolved(dumpIR);
+    if (resolved(output) == dir)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "-o " + output +
                                          " is the --dump-ir directory");
-    llvm::StringRef name = llvm::sys::path::filename(out);
-    if (llvm::sys::path::parent_path(out) == dir && name.size() > 3 &&
-        name[0] == '0' && name[1] >= '1' && name[1] <= '6' && name[2] == '-')
+    llvm::StringRef name = llvm::sys::path::filename(output);
+    if (resolved(llvm::sys::path::parent_path(output)) == dir &&
+        name.size() > 3 && name[0] == '0' && name[1] >= '1' && name[1] <= '6' &&
+        name[2] == '-')
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "-o " + output + " is a file --dump-ir " + dumpIR +

@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tfmc/Command.h"
 
+#include "llvm/Support/Allocator.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/StringSaver.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -22,10 +24,15 @@ namespace {
 /// DIR) that the command line gives an empty value (`-o ''`,
 /// `--dump-ir=`), or "": llvm::cl takes it, and an empty path would then
 /// mean the option's default (stdout, stdin, no dump) as if it had not
-/// been given.
+/// been given. Response files (`@FILE`) are read as llvm::cl reads them.
 std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg(argv[i]);
+  llvm::BumpPtrAllocator allocator;
+  llvm::StringSaver saver(allocator);
+  llvm::SmallVector<const char *> args(argv, argv + argc);
+  if (!cl::ExpandResponseFiles(saver, cl::TokenizeGNUCommandLine, args))
+    return ""; // llvm::cl has reported it
+  for (size_t i = 1; i < args.size(); ++i) {
+    llvm::StringRef arg(args[i]);
     if (arg == "--")
       break;
     if (!arg.starts_with("-") || arg == "-")
@@ -34,14 +41,19 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
     auto found = sub.OptionsMap.find(name);
     if (found == sub.OptionsMap.end())
       continue;
-    llvm::StringRef kind = found->second->ValueStr;
-    if (kind != "FILE" && kind != "DIR")
-      continue;
-    bool inline_ = arg.contains('=');
-    if ((inline_ && value.empty()) ||
-        (!inline_ && i + 1 < argc && argv[i + 1][0] == '\0'))
-      return std::string(arg.take_while([](char c) { return c == '-'; })) +
-             name.str();
+    cl::Option &option = *found->second;
+    bool inlineValue = arg.contains('=');
+    // `-o VALUE`: VALUE is the option's, whatever it looks like.
+    bool separateValue = !inlineValue && i + 1 < args.size() &&
+                         option.getValueExpectedFlag() == cl::ValueRequired;
+    llvm::StringRef given = inlineValue     ? value
+                            : separateValue ? args[i + 1]
+                                            : "x";
+    if (separateValue)
+      ++i;
+    if ((option.ValueStr == "FILE" || option.ValueStr == "DIR") &&
+        given.empty())
+      return (name.size() == 1 ? "-" : "--") + name.str();
   }
   return "";
 }

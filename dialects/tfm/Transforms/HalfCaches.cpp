@@ -89,7 +89,9 @@ struct TfmHalfCachesPass
         func.walk([&](func::ReturnOp ret) {
           OpBuilder b(ret);
           Value value = ret.getOperand(i);
-          ret.setOperand(i, b.create<NarrowOp>(ret.getLoc(),
+          // Named after the output it rounds (`cross_key.0`), so that a
+          // profile's rows tell the narrows apart.
+          ret.setOperand(i, b.create<NarrowOp>(NameLoc::get(name),
                                                toHalf(value.getType()), value));
         });
         changed = true;

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMMERGEPROJECTIONS
@@ -111,21 +112,32 @@ struct TfmMergeProjectionsPass
     }
   }
 
-  /// The merged projection's name: what its parts' names share before
-  /// their last `.` (`N` for `N.query_linear`, `N.key_linear`, ...), else
-  /// the first part's location.
+  /// The merged projection's name: the dotted components its parts'
+  /// names share (`N` for `N.query_linear`, `N.key_linear`, ...;
+  /// `decoder_layers.0` for a self-attention's and a cross-attention's
+  /// queries), else the first part's location.
   static Location mergedLocation(MutableArrayRef<LinearOp> ops) {
-    auto first = dyn_cast<NameLoc>(ops[0].getLoc());
-    if (!first)
-      return ops[0].getLoc();
-    llvm::StringRef parent = first.getName().strref().rsplit('.').first;
-    for (LinearOp op : ops) {
+    SmallVector<StringRef> common;
+    for (auto [i, op] : llvm::enumerate(ops)) {
       auto name = dyn_cast<NameLoc>(op.getLoc());
-      if (!name || name.getName().strref().rsplit('.').first != parent ||
-          name.getName().strref() == parent)
+      if (!name)
         return ops[0].getLoc();
+      SmallVector<StringRef> parts;
+      name.getName().strref().split(parts, '.');
+      if (i == 0) {
+        // A part's own last component is never shared by the whole.
+        common.assign(parts.begin(), parts.end() - 1);
+        continue;
+      }
+      size_t k = 0;
+      while (k < common.size() && k < parts.size() && common[k] == parts[k])
+        ++k;
+      common.resize(k);
     }
-    return NameLoc::get(StringAttr::get(ops[0].getContext(), parent));
+    if (common.empty())
+      return ops[0].getLoc();
+    return NameLoc::get(
+        StringAttr::get(ops[0].getContext(), llvm::join(common, ".")));
   }
 
   static void eraseUnusedWeights(func::FuncOp func) {
