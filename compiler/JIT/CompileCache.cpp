@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/JIT/CompileCache.h"
 
+#include "frontends/model/CacheDirectory.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -53,16 +55,7 @@ std::string mlir::tfm::defaultCacheDirectory() {
 }
 
 uint64_t CompileCache::defaultLimitBytes() {
-  uint64_t megabytes = 512;
-  if (std::optional<std::string> limit =
-          llvm::sys::Process::GetEnv("TFMC_CACHE_LIMIT_MB")) {
-    if (llvm::StringRef(*limit).trim().getAsInteger(10, megabytes) ||
-        megabytes > (UINT64_MAX >> 20))
-      megabytes = 512;
-    if (megabytes == 0)
-      return UINT64_MAX;
-  }
-  return megabytes << 20;
+  return tfmc::frontend::cacheLimitBytes(llvm::errs());
 }
 
 std::string CompileCache::digest(llvm::StringRef text) {
@@ -142,9 +135,8 @@ std::optional<CompileCache::Entry> CompileCache::lookup(llvm::StringRef key) {
                llvm::Twine(metaBytes + objectBytes) + ")");
   if (digest(rest) != checksum)
     return bad("checksum mismatch");
-  // Used now: the last entries prune() removes (a read-only directory
-  // keeps its times; nothing is pruned there either).
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  // Used now: the last entries a prune removes.
+  tfmc::frontend::markCacheEntryUsed(path);
   return Entry{rest.take_front(metaBytes).str(),
                rest.drop_front(metaBytes).str()};
 }
@@ -200,49 +192,6 @@ bool CompileCache::store(llvm::StringRef key, llvm::StringRef metadata,
          "; continuing without caching");
     return false;
   }
-  prune(path);
+  tfmc::frontend::pruneCacheDirectory(directory, path, limitBytes);
   return true;
-}
-
-void CompileCache::prune(llvm::StringRef keep) {
-  struct Found {
-    std::string path;
-    uint64_t bytes;
-    llvm::sys::TimePoint<> used;
-  };
-  std::vector<Found> entries;
-  uint64_t total = 0;
-  auto now = std::chrono::system_clock::now();
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(directory, ec), end;
-       it != end && !ec; it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
-    bool entry = name.ends_with(".tfmo");
-    if (!entry && !name.contains(".tfmo.tmp-"))
-      continue;
-    llvm::sys::fs::file_status status;
-    if (llvm::sys::fs::status(it->path(), status) ||
-        status.type() != llvm::sys::fs::file_type::regular_file)
-      continue;
-    if (!entry) {
-      // A writer that died between writing and renaming.
-      if (now - status.getLastModificationTime() > std::chrono::hours(1))
-        llvm::sys::fs::remove(it->path());
-      continue;
-    }
-    total += status.getSize();
-    if (it->path() != keep)
-      entries.push_back(
-          {it->path(), status.getSize(), status.getLastModificationTime()});
-  }
-  if (total <= limitBytes)
-    return;
-  std::sort(entries.begin(), entries.end(),
-            [](const Found &a, const Found &b) { return a.used < b.used; });
-  for (const Found &f : entries) {
-    if (total <= limitBytes)
-      break;
-    if (!llvm::sys::fs::remove(f.path))
-      total -= f.bytes;
-  }
 }

@@ -11,8 +11,9 @@
 // miss; a directory that cannot be created or written is a warning, never a
 // failure. The directory is kept under a size: a hit marks its entry used
 // (its modification time), and a store removes the least recently used
-// entries beyond the limit (a rebuilt tfmc, another option or compute type
-// each add entries that nothing reads again).
+// entries beyond the limit, weight copies (WeightCache.h) included
+// (frontends/model/CacheDirectory.h: a rebuilt tfmc, another option or
+// compute type each add entries that nothing reads again).
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMPILER_JIT_COMPILECACHE_H
@@ -39,8 +40,10 @@ public:
     std::string object;
   };
 
-  /// What the entries may take together: $TFMC_CACHE_LIMIT_MB megabytes
-  /// (0: no limit), else 512 MB (the bundled model's entry is ~0.5 MB).
+  /// What the directory's entries may take together: $TFMC_CACHE_LIMIT_MB
+  /// megabytes (0: no limit), else 512 MB (the bundled model's compiled
+  /// entry is ~0.5 MB, its weight copies 34 MB); a malformed value is a
+  /// warning on stderr.
   static uint64_t defaultLimitBytes();
 
   /// A cache in `directory` (created on first store). Warnings go to
@@ -68,9 +71,6 @@ public:
 
 private:
   void warn(const llvm::Twine &message);
-  /// Removes the least recently used entries (not `keep`) until the rest
-  /// fit the limit, and temporary files a writer left over an hour ago.
-  void prune(llvm::StringRef keep);
   std::string directory;
   llvm::raw_ostream &warnings;
   uint64_t limitBytes;

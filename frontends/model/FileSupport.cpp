@@ -2,33 +2,88 @@
 #include "frontends/model/FileSupport.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+
+#include <sys/stat.h>
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 
+namespace {
+
+std::optional<tfmc::frontend::FileIdentity> identityOf(const struct stat &st) {
+  tfmc::frontend::FileIdentity id;
+  id.device = uint64_t(st.st_dev);
+  id.inode = uint64_t(st.st_ino);
+  id.size = uint64_t(st.st_size);
+  id.modifiedNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.changedNs = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
+} // namespace
+
+std::optional<tfmc::frontend::FileIdentity>
+tfmc::frontend::FileIdentity::of(StringRef path) {
+  struct stat st;
+  if (::stat(path.str().c_str(), &st) != 0)
+    return std::nullopt;
+  return identityOf(st);
+}
+
+std::optional<tfmc::frontend::FileIdentity>
+tfmc::frontend::FileIdentity::ofDescriptor(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return std::nullopt;
+  return identityOf(st);
+}
+
+uint64_t tfmc::frontend::FileIdentity::hash() const {
+  return xxh3_64bits(
+      formatv("{0} {1} {2} {3} {4}", device, inode, size, modifiedNs, changedNs)
+          .str());
+}
+
 Expected<std::unique_ptr<MemoryBuffer>>
-tfmc::frontend::openFile(StringRef path, bool isText) {
+tfmc::frontend::openFile(StringRef path, bool isText, FileIdentity *identity) {
   // Only regular files: a directory, /dev/zero or a FIFO would fail
   // obscurely, read forever or exhaust memory.
   if (path.empty())
     return createStringError(inconvertibleErrorCode(),
                              "cannot open file: the path is empty");
+  auto fail = [&](const Twine &why) {
+    return createStringError(inconvertibleErrorCode(),
+                             path + ": cannot open file: " + why);
+  };
   sys::fs::file_status status;
   if (std::error_code ec = sys::fs::status(path, status))
-    return createStringError(inconvertibleErrorCode(),
-                             path + ": cannot open file: " + ec.message());
+    return fail(ec.message());
   if (status.type() != sys::fs::file_type::regular_file)
-    return createStringError(inconvertibleErrorCode(),
-                             path + ": cannot open file: not a regular file");
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, isText, /*RequiresNullTerminator=*/false,
-                            /*IsVolatile=*/false);
+    return fail("not a regular file");
+  Expected<sys::fs::file_t> fd = sys::fs::openNativeFileForRead(path);
+  if (!fd)
+    return fail(toString(fd.takeError()));
+  // What was opened, not what the path names a moment later (a rename).
+  struct stat st;
+  if (::fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    sys::fs::closeFile(*fd);
+    return fail("not a regular file");
+  }
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getOpenFile(
+      *fd, path, uint64_t(st.st_size), /*RequiresNullTerminator=*/false,
+      /*IsVolatile=*/false);
+  sys::fs::closeFile(*fd);
   if (!buffer)
-    return createStringError(
-        inconvertibleErrorCode(),
-        path + ": cannot open file: " + buffer.getError().message());
+    return fail(buffer.getError().message());
+  if (identity)
+    *identity = *identityOf(st);
+  // (isText only matters on Windows, where MemoryBuffer translates line
+  // ends; tfmc reads text as bytes.)
+  (void)isText;
   return std::move(*buffer);
 }
 

@@ -7,16 +7,42 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace tfmc::frontend {
 
+/// Which file a path named at a moment: device, inode, size, and the
+/// modification and change times (ns). A file rewritten in place with its
+/// old size and modification time put back (`cp -p`, `rsync -t`, archives
+/// with one fixed time) still gets a new change time, which no program
+/// can set back.
+struct FileIdentity {
+  uint64_t device = 0, inode = 0, size = 0;
+  int64_t modifiedNs = 0, changedNs = 0;
+
+  /// The identity of the file `path` names now; nullopt when it cannot be
+  /// stat'ed.
+  static std::optional<FileIdentity> of(llvm::StringRef path);
+  /// ... of the file open on descriptor `fd`.
+  static std::optional<FileIdentity> ofDescriptor(int fd);
+  /// A 64-bit hash of all five fields.
+  uint64_t hash() const;
+  bool operator==(const FileIdentity &o) const {
+    return device == o.device && inode == o.inode && size == o.size &&
+           modifiedNs == o.modifiedNs && changedNs == o.changedNs;
+  }
+  bool operator!=(const FileIdentity &o) const { return !(*this == o); }
+};
+
 /// Opens (memory-maps when large) a whole file; fails with
-/// "PATH: cannot open file: REASON".
+/// "PATH: cannot open file: REASON". With `identity`, also the identity of
+/// the very file read (taken from the open descriptor: a file renamed over
+/// `path` meanwhile does not mix its identity with the other's bytes).
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
-openFile(llvm::StringRef path, bool isText);
+openFile(llvm::StringRef path, bool isText, FileIdentity *identity = nullptr);
 
 /// "[2, 3]": a shape or an offset pair in messages.
 std::string formatShape(llvm::ArrayRef<int64_t> values);

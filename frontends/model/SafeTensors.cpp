@@ -10,6 +10,7 @@
 #include "frontends/model/FileSupport.h"
 #include "frontends/model/Float16.h"
 
+#include "frontends/model/CacheDirectory.h"
 #include "frontends/model/ModelDescription.h"
 #include "frontends/model/PageMemory.h"
 #include "frontends/model/WeightCache.h"
@@ -264,7 +265,8 @@ void prefaultMapping(const MemoryBuffer &buffer) {
 Expected<std::unique_ptr<SafeTensorsFile>>
 SafeTensorsFile::open(StringRef path, StringRef cacheDir,
                       raw_ostream *warnings) {
-  auto buffer = openFile(path, /*isText=*/false);
+  FileIdentity identity;
+  auto buffer = openFile(path, /*isText=*/false, &identity);
   if (!buffer)
     return buffer.takeError();
   StringRef bytes = (*buffer)->getBuffer();
@@ -375,7 +377,8 @@ SafeTensorsFile::open(StringRef path, StringRef cacheDir,
   uint64_t payloadBytes = WeightCache::layout(slots);
   std::optional<WeightCache> cache;
   if (!cacheDir.empty() && !copies.empty()) {
-    cache.emplace(cacheDir.str(), path, warnings ? *warnings : errs());
+    raw_ostream &out = warnings ? *warnings : errs();
+    cache.emplace(cacheDir.str(), path, identity, out, cacheLimitBytes(out));
     if (cache->usable())
       impl.cacheEntry = cache->lookup(slots, payloadBytes);
     else

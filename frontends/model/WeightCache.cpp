@@ -12,6 +12,8 @@
 
 #include "frontends/model/WeightCache.h"
 
+#include "frontends/model/CacheDirectory.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Endian.h"
@@ -21,7 +23,6 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -58,34 +59,19 @@ uint64_t WeightCache::layout(MutableArrayRef<Slot> slots) {
   return offset;
 }
 
-/// The hash of the identity of the file at `path` (device, inode, size,
-/// modification time in ns); nullopt when it cannot be stat'ed.
-static std::optional<uint64_t> identityOf(StringRef path) {
-  sys::fs::file_status status;
-  if (sys::fs::status(path, status) || !sys::fs::exists(status))
-    return std::nullopt;
-  sys::fs::UniqueID id = status.getUniqueID();
-  auto modified = status.getLastModificationTime().time_since_epoch();
-  return xxh3_64bits(
-      formatv("{0} {1} {2} {3}", id.getDevice(), id.getFile(), status.getSize(),
-              std::chrono::duration_cast<std::chrono::nanoseconds>(modified)
-                  .count())
-          .str());
-}
-
 WeightCache::WeightCache(std::string directory, StringRef source,
-                         raw_ostream &warnings)
-    : directory(std::move(directory)), warnings(warnings) {
-  std::optional<uint64_t> id = identityOf(source);
+                         const FileIdentity &identity, raw_ostream &warnings,
+                         uint64_t limitBytes)
+    : directory(std::move(directory)), identity(identity),
+      limitBytes(limitBytes), warnings(warnings) {
   SmallString<256> real;
-  if (!id || sys::fs::real_path(source, real))
+  if (sys::fs::real_path(source, real))
     return;
-  identity = *id;
   realPath = std::string(real);
   SmallString<256> p(this->directory);
-  sys::path::append(
-      p,
-      formatv("{0:x-16}-{1:x-16}.tfmw", xxh3_64bits(realPath), identity).str());
+  sys::path::append(p, formatv("{0:x-16}-{1:x-16}.tfmw", xxh3_64bits(realPath),
+                               identity.hash())
+                           .str());
   entry = std::string(p);
 }
 
@@ -128,7 +114,7 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
   const char *h = region->const_data();
   if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0)
     return bad("not a tfmc weight cache entry");
-  if (support::endian::read64le(h + 8) != identity ||
+  if (support::endian::read64le(h + 8) != identity.hash() ||
       support::endian::read64le(h + 16) != realPath.size() ||
       support::endian::read64le(h + 24) != payloadBytes ||
       StringRef(h + kHeaderBytes + payloadBytes, realPath.size()) != realPath)
@@ -138,11 +124,16 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
       slotsChecksum(slots, [&](size_t i) { return payload + slots[i].offset; });
   if (checksum != support::endian::read64le(h + 32))
     return bad("checksum mismatch");
+  markCacheEntryUsed(entry);
   return region;
 }
 
 bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
                         uint64_t payloadBytes) {
+  // Rewritten (or replaced) while it was read: the copies may mix two
+  // versions, and the name would be the old one's. The next run stores.
+  if (FileIdentity::of(realPath) != identity)
+    return false;
   if (std::error_code ec = sys::fs::create_directories(directory)) {
     warn("cannot create " + directory + ": " + ec.message() +
          "; continuing without it");
@@ -150,7 +141,7 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
   }
   char header[kHeaderBytes] = {};
   std::memcpy(header, kMagic, sizeof(kMagic));
-  support::endian::write64le(header + 8, identity);
+  support::endian::write64le(header + 8, identity.hash());
   support::endian::write64le(header + 16, realPath.size());
   support::endian::write64le(header + 24, payloadBytes);
   support::endian::write64le(header + 32, slotsChecksum(slots, [&](size_t i) {
@@ -181,11 +172,12 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
     return errorCodeToError(ec);
   });
   if (written) {
-    warn("cannot write " + entry + ": " + toString(std::move(written)) +
-         "; continuing without it");
+    // (writeToOutput's messages name the file already.)
+    warn(toString(std::move(written)) + "; continuing without it");
     return false;
   }
   prune();
+  pruneCacheDirectory(directory, entry, limitBytes);
   return true;
 }
 
@@ -211,7 +203,8 @@ void WeightCache::prune() {
     if (!in.seekg(std::streamoff(kHeaderBytes + payload)) ||
         !in.read(path.data(), std::streamsize(pathBytes)))
       continue;
-    if (identityOf(path) != support::endian::read64le(header + 8))
+    std::optional<FileIdentity> now = FileIdentity::of(path);
+    if (!now || now->hash() != support::endian::read64le(header + 8))
       sys::fs::remove(other);
   }
 }

@@ -151,9 +151,12 @@ private:
   std::unique_ptr<State> state;
 };
 
-/// loadModel under a "load model" timer.
-llvm::Expected<frontend::Model> loadModelTimed(llvm::StringRef path,
-                                               TimingOption &timing);
+/// loadModel under a "load model" timer; with a `weightCacheDir`, the
+/// float32 copies of float16/bfloat16 weights go through the weight cache
+/// there (the compiled-model cache's directory, CacheOptions::directory()).
+llvm::Expected<frontend::Model>
+loadModelTimed(llvm::StringRef path, TimingOption &timing,
+               llvm::StringRef weightCacheDir = "");
 
 /// Session::open under a "compile" timer (its phases nest there), with the
 /// compiled-model cache of `cache`.

@@ -113,7 +113,9 @@ public:
     files.noteModel(model);
     if (llvm::Error e = files.checkOutput(output, "the output (-o)"))
       return fail(std::move(e));
-    auto loaded = loadModelTimed(model, timing);
+    // --cache-only fills the weight cache too, as translate would.
+    auto loaded =
+        loadModelTimed(model, timing, cacheOnly ? cache.directory() : "");
     if (!loaded)
       return fail(loaded.takeError());
     if (cacheOnly)
@@ -233,10 +235,15 @@ private:
     const runtime::CompiledModel &compiled = (*session)->compiled();
     // Filling the cache is this command's whole job: a cache that could
     // not be written (a warning above says why) fails it.
-    if (!llvm::sys::fs::is_regular_file(compiled.cacheEntry()))
-      return fail("the compiled model could not be stored in the cache "
-                  "directory " +
-                  dir);
+    const std::string &entry = compiled.cacheEntry();
+    if (!llvm::sys::fs::is_regular_file(entry))
+      return fail(
+          llvm::sys::fs::exists(entry)
+              ? "the compiled model could not be stored in the cache: " +
+                    entry + " is not a regular file"
+              : "the compiled model could not be stored in the cache "
+                "directory " +
+                    dir);
     llvm::outs() << (compiled.fromCache() ? "cached (already): " : "cached: ")
                  << compiled.cacheEntry() << "\n";
     return 0;

@@ -170,9 +170,10 @@ std::optional<mlir::TimingScope> TimingOption::scope(llvm::StringRef name) {
 }
 
 llvm::Expected<frontend::Model> loadModelTimed(llvm::StringRef path,
-                                               TimingOption &timing) {
+                                               TimingOption &timing,
+                                               llvm::StringRef weightCacheDir) {
   std::optional<mlir::TimingScope> scope = timing.scope("load model");
-  return frontend::loadModel(path);
+  return frontend::loadModel(path, weightCacheDir);
 }
 
 llvm::Expected<std::unique_ptr<runtime::Session>>

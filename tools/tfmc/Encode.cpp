@@ -56,7 +56,7 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
-    auto loaded = loadModelTimed(model, timing);
+    auto loaded = loadModelTimed(model, timing, cache.directory());
     if (!loaded)
       return fail(loaded.takeError());
     auto src = readIdFile(srcFile, loaded->sourceVocab.size());

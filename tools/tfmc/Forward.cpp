@@ -70,7 +70,7 @@ public:
       return fail("--output: expected 'logits', 'log-probs' or 'probs', got "
                   "'" +
                   head + "'");
-    auto loaded = loadModelTimed(model, timing);
+    auto loaded = loadModelTimed(model, timing, cache.directory());
     if (!loaded)
       return fail(loaded.takeError());
     if (loaded->desc.arch.encoderOnly())

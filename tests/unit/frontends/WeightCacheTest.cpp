@@ -3,6 +3,7 @@
 
 #include "TestFiles.h"
 
+#include "frontends/model/FileSupport.h"
 #include "frontends/model/SafeTensors.h"
 #include "frontends/model/WeightCache.h"
 
@@ -14,6 +15,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -183,6 +186,67 @@ TEST_F(WeightCacheTest, AModelWrittenAgainGetsANewEntryAndTheOldOneGoes) {
   ASSERT_EQ(after.size(), 1u);
   EXPECT_NE(after[0], before[0]);
   EXPECT_EQ(log, "");
+}
+
+/// Sets the modification time of `path` to `seconds` since the epoch.
+void setModified(const std::string &path, time_t seconds) {
+  struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+TEST_F(WeightCacheTest, AModelRewrittenInPlaceWithItsOldTimeGetsANewEntry) {
+  // `cp -p`, `rsync --inplace -t`, archives with one fixed time: the same
+  // inode, size and modification time, other values. The change time
+  // still tells them apart.
+  setModified(model, 1765000000);
+  open(cache);
+  std::vector<std::string> before = entries(cache);
+  ASSERT_EQ(before.size(), 1u);
+  std::vector<RawTensor> changed = tensors;
+  changed[3].bytes = u16Bytes({0xC000});
+  std::string bytes = alignedFile(changed);
+  ASSERT_EQ(bytes.size(), readAll(model).size());
+  // (change times have nanoseconds, but a coarse clock may not)
+  usleep(20000);
+  writeAll(model, bytes);
+  setModified(model, 1765000000);
+  std::unique_ptr<SafeTensorsFile> file = open(cache);
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->find("d")->data[0], -2.0f);
+  std::vector<std::string> after = entries(cache);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0], before[0]);
+  // ... and the next open maps the new copies.
+  file = open(cache);
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->find("d")->data[0], -2.0f);
+  EXPECT_EQ(log, "");
+}
+
+TEST_F(WeightCacheTest, TheIdentityIsThatOfTheFileRead) {
+  FileIdentity read;
+  auto buffer = openFile(model, /*isText=*/false, &read);
+  ASSERT_TRUE(bool(buffer));
+  EXPECT_EQ(FileIdentity::of(model), read);
+  // Another file renamed over the path: the path's identity changes, the
+  // bytes read (and their identity) do not.
+  std::string temp = dir.write("m.new", readAll(model));
+  ASSERT_FALSE(sys::fs::rename(temp, model));
+  EXPECT_NE(FileIdentity::of(model), read);
+  EXPECT_EQ((*buffer)->getBuffer(), readAll(model));
+}
+
+TEST_F(WeightCacheTest, AKilledWritersTemporaryFileGoesAfterAnHour) {
+  ASSERT_FALSE(sys::fs::create_directories(cache));
+  std::string old = cache + "/x.tfmw.temp-stream-a1b2c3";
+  std::string young = cache + "/y.tfmw.temp-stream-d4e5f6";
+  writeAll(old, "half an entry");
+  writeAll(young, "another writer's, still writing");
+  setModified(old, time(nullptr) - 2 * 3600);
+  open(cache);
+  EXPECT_FALSE(sys::fs::exists(old));
+  EXPECT_TRUE(sys::fs::exists(young));
+  EXPECT_EQ(entries(cache).size(), 1u);
 }
 
 TEST_F(WeightCacheTest, StoringRemovesTheEntriesOfDeletedModels) {
