@@ -21,13 +21,6 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <chrono>
-#include <vector>
-
 using namespace mlir::tfm;
 
 static constexpr llvm::StringLiteral kMagic = "tfmc-compiled-object 1";

@@ -40,10 +40,10 @@ public:
     std::string object;
   };
 
-  /// What the directory's entries may take together: $TFMC_CACHE_LIMIT_MB
-  /// megabytes (0: no limit), else 512 MB (the bundled model's compiled
-  /// entry is ~0.5 MB, its weight copies 34 MB); a malformed value is a
-  /// warning on stderr.
+  /// What the directory's entries may take together (cacheLimitBytes() in
+  /// frontends/model/CacheDirectory.h: $TFMC_CACHE_LIMIT_MB, else 2 GB; the
+  /// bundled model's compiled entry is ~0.5 MB, its weight copies 34 MB); a
+  /// malformed value is a warning on stderr.
   static uint64_t defaultLimitBytes();
 
   /// A cache in `directory` (created on first store). Warnings go to

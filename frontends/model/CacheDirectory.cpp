@@ -22,8 +22,6 @@ namespace tfmc::frontend {
 
 namespace {
 
-constexpr uint64_t kDefaultMegabytes = 512;
-
 /// An entry of either kind, or a writer's temporary file: the compile
 /// cache's `<entry>.tfmo.tmp-XXXXXXXX`, or llvm::writeToOutput's
 /// `<entry>.tfmw.temp-stream-XXXXXX` for weight copies.
@@ -36,22 +34,27 @@ bool isTemporary(StringRef name) {
 
 } // namespace
 
+std::optional<uint64_t> parseCacheLimit(StringRef text) {
+  uint64_t megabytes = 0;
+  if (text.trim().getAsInteger(10, megabytes) || megabytes > (UINT64_MAX >> 20))
+    return std::nullopt;
+  return megabytes == 0 ? UINT64_MAX : megabytes << 20;
+}
+
 uint64_t cacheLimitBytes(raw_ostream &warnings) {
   std::optional<std::string> text = sys::Process::GetEnv("TFMC_CACHE_LIMIT_MB");
   if (!text)
-    return kDefaultMegabytes << 20;
-  uint64_t megabytes = 0;
-  if (StringRef(*text).trim().getAsInteger(10, megabytes) ||
-      megabytes > (UINT64_MAX >> 20)) {
-    static std::once_flag warned;
-    std::call_once(warned, [&] {
-      warnings << "warning: TFMC_CACHE_LIMIT_MB='" << *text
-               << "' is not a whole number of megabytes; using "
-               << kDefaultMegabytes << "\n";
-    });
-    return kDefaultMegabytes << 20;
-  }
-  return megabytes == 0 ? UINT64_MAX : megabytes << 20;
+    return kDefaultCacheMegabytes << 20;
+  if (std::optional<uint64_t> limit = parseCacheLimit(*text))
+    return *limit;
+  // Read by each cache of a run: one warning is enough.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    warnings << "warning: TFMC_CACHE_LIMIT_MB='" << *text
+             << "' is not a whole number of megabytes (0: no limit); using "
+             << kDefaultCacheMegabytes << "\n";
+  });
+  return kDefaultCacheMegabytes << 20;
 }
 
 void markCacheEntryUsed(StringRef path) {
@@ -86,7 +89,9 @@ void pruneCacheDirectory(StringRef directory, StringRef keep,
       continue;
     }
     total += status.getSize();
-    if (it->path() != keep)
+    bool recent = now - status.getLastModificationTime() <
+                  std::chrono::minutes(kCacheGraceMinutes);
+    if (it->path() != keep && !recent)
       entries.push_back(
           {it->path(), status.getSize(), status.getLastModificationTime()});
   }

@@ -1,20 +1,22 @@
 //===- FileSupport.cpp - what the model readers share ---------------------===//
 #include "frontends/model/FileSupport.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
 #include <sys/stat.h>
 
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/raw_ostream.h"
+#include <cerrno>
+#include <system_error>
 
 using namespace llvm;
 
 namespace {
 
-std::optional<tfmc::frontend::FileIdentity> identityOf(const struct stat &st) {
+tfmc::frontend::FileIdentity identityOf(const struct stat &st) {
   tfmc::frontend::FileIdentity id;
   id.device = uint64_t(st.st_dev);
   id.inode = uint64_t(st.st_ino);
@@ -34,14 +36,6 @@ tfmc::frontend::FileIdentity::of(StringRef path) {
   return identityOf(st);
 }
 
-std::optional<tfmc::frontend::FileIdentity>
-tfmc::frontend::FileIdentity::ofDescriptor(int fd) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return std::nullopt;
-  return identityOf(st);
-}
-
 uint64_t tfmc::frontend::FileIdentity::hash() const {
   return xxh3_64bits(
       formatv("{0} {1} {2} {3} {4}", device, inode, size, modifiedNs, changedNs)
@@ -49,7 +43,7 @@ uint64_t tfmc::frontend::FileIdentity::hash() const {
 }
 
 Expected<std::unique_ptr<MemoryBuffer>>
-tfmc::frontend::openFile(StringRef path, bool isText, FileIdentity *identity) {
+tfmc::frontend::openFile(StringRef path, FileIdentity *identity) {
   // Only regular files: a directory, /dev/zero or a FIFO would fail
   // obscurely, read forever or exhaust memory.
   if (path.empty())
@@ -69,7 +63,12 @@ tfmc::frontend::openFile(StringRef path, bool isText, FileIdentity *identity) {
     return fail(toString(fd.takeError()));
   // What was opened, not what the path names a moment later (a rename).
   struct stat st;
-  if (::fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(*fd, &st) != 0) {
+    std::error_code ec(errno, std::generic_category());
+    sys::fs::closeFile(*fd);
+    return fail(ec.message());
+  }
+  if (!S_ISREG(st.st_mode)) {
     sys::fs::closeFile(*fd);
     return fail("not a regular file");
   }
@@ -80,10 +79,7 @@ tfmc::frontend::openFile(StringRef path, bool isText, FileIdentity *identity) {
   if (!buffer)
     return fail(buffer.getError().message());
   if (identity)
-    *identity = *identityOf(st);
-  // (isText only matters on Windows, where MemoryBuffer translates line
-  // ends; tfmc reads text as bytes.)
-  (void)isText;
+    *identity = identityOf(st);
   return std::move(*buffer);
 }
 

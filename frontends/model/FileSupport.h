@@ -18,7 +18,8 @@ namespace tfmc::frontend {
 /// modification and change times (ns). A file rewritten in place with its
 /// old size and modification time put back (`cp -p`, `rsync -t`, archives
 /// with one fixed time) still gets a new change time, which no program
-/// can set back.
+/// can set back (so do a chmod, a new hard link or an xattr: a false
+/// "changed", never a false "same").
 struct FileIdentity {
   uint64_t device = 0, inode = 0, size = 0;
   int64_t modifiedNs = 0, changedNs = 0;
@@ -26,8 +27,6 @@ struct FileIdentity {
   /// The identity of the file `path` names now; nullopt when it cannot be
   /// stat'ed.
   static std::optional<FileIdentity> of(llvm::StringRef path);
-  /// ... of the file open on descriptor `fd`.
-  static std::optional<FileIdentity> ofDescriptor(int fd);
   /// A 64-bit hash of all five fields.
   uint64_t hash() const;
   bool operator==(const FileIdentity &o) const {
@@ -37,12 +36,13 @@ struct FileIdentity {
   bool operator!=(const FileIdentity &o) const { return !(*this == o); }
 };
 
-/// Opens (memory-maps when large) a whole file; fails with
-/// "PATH: cannot open file: REASON". With `identity`, also the identity of
-/// the very file read (taken from the open descriptor: a file renamed over
-/// `path` meanwhile does not mix its identity with the other's bytes).
+/// Opens (memory-maps when large) a whole file, bytes as they are; fails
+/// with "PATH: cannot open file: REASON". With `identity`, also the
+/// identity of the very file read (taken from the open descriptor: a file
+/// renamed over `path` meanwhile does not lend its identity to the other's
+/// bytes).
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
-openFile(llvm::StringRef path, bool isText, FileIdentity *identity = nullptr);
+openFile(llvm::StringRef path, FileIdentity *identity = nullptr);
 
 /// "[2, 3]": a shape or an offset pair in messages.
 std::string formatShape(llvm::ArrayRef<int64_t> values);

@@ -607,7 +607,7 @@ std::optional<ComputeType> parseComputeType(StringRef name) {
 }
 
 Expected<ModelDescription> parseModelDescription(StringRef path) {
-  auto buffer = openFile(path, /*isText=*/true);
+  auto buffer = openFile(path);
   if (!buffer)
     return buffer.takeError();
   return parseModelDescriptionFromString((*buffer)->getBuffer(), path);

@@ -266,7 +266,7 @@ Expected<std::unique_ptr<SafeTensorsFile>>
 SafeTensorsFile::open(StringRef path, StringRef cacheDir,
                       raw_ostream *warnings) {
   FileIdentity identity;
-  auto buffer = openFile(path, /*isText=*/false, &identity);
+  auto buffer = openFile(path, &identity);
   if (!buffer)
     return buffer.takeError();
   StringRef bytes = (*buffer)->getBuffer();

@@ -41,7 +41,7 @@ Expected<Vocabulary> Vocabulary::fromTokens(std::vector<std::string> tokens,
 }
 
 Expected<Vocabulary> Vocabulary::load(StringRef path) {
-  auto buffer = openFile(path, /*isText=*/true);
+  auto buffer = openFile(path);
   if (!buffer)
     return buffer.takeError();
   StringRef text = (*buffer)->getBuffer();

@@ -99,8 +99,11 @@ WeightCache::lookup(ArrayRef<Slot> slots, uint64_t payloadBytes) {
         formatv("{0} bytes, expected {1}", status.getSize(), bytes).str());
   Expected<sys::fs::file_t> fd = sys::fs::openNativeFileForRead(entry);
   if (!fd) {
-    warn(entry + ": cannot read: " + toString(fd.takeError()) +
-         "; converting the weights");
+    std::error_code ec = errorToErrorCode(fd.takeError());
+    // Removed by another process's store since the status above: a miss.
+    if (ec != std::errc::no_such_file_or_directory)
+      warn(entry + ": cannot read: " + ec.message() +
+           "; converting the weights");
     return nullptr;
   }
   std::error_code ec;
@@ -133,6 +136,10 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
   // Rewritten (or replaced) while it was read: the copies may mix two
   // versions, and the name would be the old one's. The next run stores.
   if (FileIdentity::of(realPath) != identity)
+    return false;
+  // An entry that would take most of the directory's room would push out
+  // everything else, then be pushed out by the next store.
+  if (kHeaderBytes + payloadBytes > limitBytes / 2)
     return false;
   if (std::error_code ec = sys::fs::create_directories(directory)) {
     warn("cannot create " + directory + ": " + ec.message() +

@@ -79,7 +79,8 @@ public:
   lookup(llvm::ArrayRef<Slot> slots, uint64_t payloadBytes);
   /// Writes an entry whose slot i holds data[i] (slots[i].count floats);
   /// false (after a warning) when it could not, and false without one when
-  /// the file no longer has the identity it was read with.
+  /// the file no longer has the identity it was read with or the entry
+  /// would be larger than half of `limitBytes`.
   bool store(llvm::ArrayRef<Slot> slots, llvm::ArrayRef<const float *> data,
              uint64_t payloadBytes);
 

@@ -124,7 +124,7 @@ tfmc::runtime::writeQuantizedModel(const frontend::Model &model,
 
   // model.json: the original, with the weights, compute type and copied
   // vocabulary/SentencePiece files.
-  auto text = frontend::openFile(model.desc.jsonPath, /*isText=*/true);
+  auto text = frontend::openFile(model.desc.jsonPath);
   if (!text)
     return text.takeError();
   Expected<json::Value> root = json::parse((*text)->getBuffer());

@@ -133,7 +133,7 @@ tfmc::runtime::createSentencePieceTokenizer(llvm::StringRef modelPath,
   sentencepiece::SentencePieceProcessor &sp = tokenizer->processor;
   // Read the file here (regular files only; libsentencepiece's own reader
   // throws on a directory) and hand the bytes over.
-  auto bytes = frontend::openFile(modelPath, /*isText=*/false);
+  auto bytes = frontend::openFile(modelPath);
   if (!bytes)
     return fail("cannot load SentencePiece model '" + modelPath +
                 "': " + llvm::toString(bytes.takeError()));

@@ -103,11 +103,13 @@ bool ComputeTypeOptions::apply(runtime::SessionOptions &options) const {
 
 CacheOptions::CacheOptions(cl::SubCommand &sub, cl::OptionCategory &cat)
     : dir("cache-dir",
-          cl::desc("Compiled-model cache directory (default: "
-                   "$TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc or ~/.cache/tfmc)"),
+          cl::desc("Cache directory for compiled models and float32 weight "
+                   "copies (default: $TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc "
+                   "or ~/.cache/tfmc)"),
           cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
       disabled("no-cache",
-               cl::desc("Neither read nor write the compiled-model cache"),
+               cl::desc("Neither read nor write the cache (compiled models, "
+                        "weight copies)"),
                cl::sub(sub), cl::cat(cat)) {}
 
 std::string CacheOptions::directory() const {
@@ -193,7 +195,7 @@ double secondsSinceStart() {
 
 llvm::Expected<runtime::TokenRows>
 readIdFile(llvm::StringRef path, int64_t vocab, llvm::StringRef side) {
-  auto buffer = frontend::openFile(path, /*isText=*/true);
+  auto buffer = frontend::openFile(path);
   if (!buffer)
     return buffer.takeError();
   runtime::TokenRows rows;

@@ -188,17 +188,18 @@ void age(const std::string &path, int seconds) {
 }
 
 /// Entries beyond the limit go least recently used first (a hit counts as
-/// a use); the entry just stored always stays; a temporary file a writer
-/// left an hour ago goes, a recent one stays.
+/// a use); the entry just stored always stays, and so do those used in the
+/// last ten minutes (another process may be about to map them); a
+/// temporary file a writer left an hour ago goes, a recent one stays.
 TEST_F(CompileCacheTest, StoresKeepTheRecentlyUsedEntriesUnderTheLimit) {
   std::string object(100000, 'x');
   // Room for three entries of ~100 KB.
   CompileCache cache(dir, warn, 350000);
   for (const char *key : {"a", "b", "c"})
     ASSERT_TRUE(cache.store(key, "m", object));
-  age(cache.entryPath("a"), 300);
-  age(cache.entryPath("b"), 200);
-  age(cache.entryPath("c"), 100);
+  age(cache.entryPath("a"), 3000);
+  age(cache.entryPath("b"), 2000);
+  age(cache.entryPath("c"), 1000);
   // "a" is the oldest, but a hit makes it the most recently used.
   ASSERT_TRUE(cache.lookup("a").has_value());
   std::string stale = cache.entryPath("z") + ".tmp-12345678",
@@ -213,13 +214,14 @@ TEST_F(CompileCacheTest, StoresKeepTheRecentlyUsedEntriesUnderTheLimit) {
   EXPECT_TRUE(llvm::sys::fs::exists(cache.entryPath("d")));
   EXPECT_FALSE(llvm::sys::fs::exists(stale));
   EXPECT_TRUE(llvm::sys::fs::exists(fresh));
-  // An entry larger than the limit alone is still stored (and everything
-  // else goes).
+  // An entry larger than the limit alone is still stored; what was used
+  // in the last ten minutes ("a", "d") stays with it, the rest goes.
   CompileCache tiny(dir, warn, 1000);
   ASSERT_TRUE(tiny.store("e", "m", object));
   EXPECT_TRUE(tiny.lookup("e").has_value());
-  for (const char *key : {"a", "c", "d"})
-    EXPECT_FALSE(llvm::sys::fs::exists(tiny.entryPath(key))) << key;
+  EXPECT_FALSE(llvm::sys::fs::exists(tiny.entryPath("c")));
+  for (const char *key : {"a", "d"})
+    EXPECT_TRUE(llvm::sys::fs::exists(tiny.entryPath(key))) << key;
   EXPECT_EQ(warnings, "");
 }
 

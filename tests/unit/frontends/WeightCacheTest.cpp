@@ -18,6 +18,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <fstream>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,16 +225,71 @@ TEST_F(WeightCacheTest, AModelRewrittenInPlaceWithItsOldTimeGetsANewEntry) {
 }
 
 TEST_F(WeightCacheTest, TheIdentityIsThatOfTheFileRead) {
+  std::string original = readAll(model);
   FileIdentity read;
-  auto buffer = openFile(model, /*isText=*/false, &read);
+  auto buffer = openFile(model, &read);
   ASSERT_TRUE(bool(buffer));
   EXPECT_EQ(FileIdentity::of(model), read);
-  // Another file renamed over the path: the path's identity changes, the
+  // Other bytes renamed over the path: the path's identity changes, the
   // bytes read (and their identity) do not.
-  std::string temp = dir.write("m.new", readAll(model));
+  std::vector<RawTensor> changed = tensors;
+  changed[3].bytes = u16Bytes({0xC000});
+  std::string temp = dir.write("m.new", alignedFile(changed));
   ASSERT_FALSE(sys::fs::rename(temp, model));
   EXPECT_NE(FileIdentity::of(model), read);
-  EXPECT_EQ((*buffer)->getBuffer(), readAll(model));
+  EXPECT_EQ((*buffer)->getBuffer(), original);
+  EXPECT_NE(readAll(model), original);
+}
+
+/// One slot of three floats, for WeightCache used directly.
+struct OneSlot {
+  std::vector<WeightCache::Slot> slots{{0, 3}};
+  float values[3] = {1, 2, 3};
+  std::vector<const float *> data{values};
+  uint64_t bytes = WeightCache::layout(slots);
+};
+
+TEST_F(WeightCacheTest, NothingIsStoredForAFileChangedSinceItWasRead) {
+  std::optional<FileIdentity> read = FileIdentity::of(model);
+  ASSERT_TRUE(read);
+  usleep(20000);
+  writeAll(model, readAll(model)); // the same bytes, written again
+  OneSlot one;
+  WeightCache cache(this->cache, model, *read, warnings, 1 << 20);
+  ASSERT_TRUE(cache.usable());
+  EXPECT_FALSE(cache.store(one.slots, one.data, one.bytes));
+  EXPECT_TRUE(entries(this->cache).empty());
+  // Unchanged: stored.
+  WeightCache now(this->cache, model, *FileIdentity::of(model), warnings,
+                  1 << 20);
+  EXPECT_TRUE(now.store(one.slots, one.data, one.bytes));
+  EXPECT_EQ(entries(this->cache).size(), 1u);
+  EXPECT_EQ(log, "");
+}
+
+TEST_F(WeightCacheTest, CopiesLargerThanHalfTheLimitAreNotKept) {
+  OneSlot one;
+  uint64_t entryBytes = WeightCache::kHeaderBytes + one.bytes;
+  WeightCache small(cache, model, *FileIdentity::of(model), warnings,
+                    2 * entryBytes - 1);
+  EXPECT_FALSE(small.store(one.slots, one.data, one.bytes));
+  EXPECT_TRUE(entries(cache).empty());
+  WeightCache enough(cache, model, *FileIdentity::of(model), warnings,
+                     2 * entryBytes);
+  EXPECT_TRUE(enough.store(one.slots, one.data, one.bytes));
+  EXPECT_EQ(log, "");
+}
+
+TEST_F(WeightCacheTest, AHitMarksTheEntryUsed) {
+  open(cache);
+  std::vector<std::string> stored = entries(cache);
+  ASSERT_EQ(stored.size(), 1u);
+  setModified(stored[0], 1000000000);
+  open(cache);
+  EXPECT_EQ(log, "");
+  struct stat st;
+  ASSERT_EQ(::stat(stored[0].c_str(), &st), 0);
+  EXPECT_GT(st.st_mtime, time(nullptr) - 600);
 }
 
 TEST_F(WeightCacheTest, AKilledWritersTemporaryFileGoesAfterAnHour) {
