@@ -212,6 +212,34 @@ def test_a_pad_decoder_start_is_not_padding():
         assert c.greedy(s, 0, 10) == m.greedy(s, 0, 10)
 
 
+def test_a_generated_pad_is_attended():
+    """Target positions are masked by the rows' lengths, never by their ids
+    (docs/model-format.md): where never_generate lets the model choose pad,
+    the pad it chose is attended like any other token. A model whose ids 0
+    (pad) and 5 are exchanged computes, on rows holding 0 inside them, what
+    the original does on the same rows holding 5."""
+    m = model()
+    with torch.no_grad():
+        m.linear.bias[5] += 2.0  # so that greedy chooses it now and then
+    c = swapped(m, 0, 5)
+    c.special = {"pad": 0, "bos": 1, "eos": 2, "unk": 3, "never_generate": [1, 5]}
+    tgts = [t[:2] + [5] + t[2:] for t in TGTS]
+    mapped = [[{5: 0, 0: 5}.get(v, v) for v in t] for t in tgts]
+    got, want = c.forward_ids(SRCS, mapped), m.forward_ids(SRCS, tgts)
+    order = [5, 1, 2, 3, 4, 0] + list(range(6, 31))
+    for r, t in enumerate(tgts):
+        assert np.allclose(got[r, :len(t)][:, order], want[r, :len(t)], atol=1e-5)
+    # Greedy (by steps, rows of one length, no lengths given) chooses the
+    # exchanged ids: 0 where the original chooses 5.
+    m.special = {"pad": 0, "bos": 1, "eos": 2, "unk": 3, "never_generate": [0, 1]}
+    chose_five = 0
+    for s in SRCS + lines(5, 12, 29):
+        out = m.greedy(s, 0, 12)
+        chose_five += out.count(5)
+        assert c.greedy(s, 0, 12) == [{5: 0}.get(v, v) for v in out]
+    assert chose_five > 0  # the case is exercised
+
+
 @pytest.mark.parametrize("special, message", [
     ({"pad": 0, "eos": 2, "unk": 3}, r"missing field 'special_tokens.bos' \(required without "),
     ({"pad": 0, "bos": 1, "eos": 2, "unk": 3, "decoder_start": 31}, r"decoder_start: id 31 is out of range "

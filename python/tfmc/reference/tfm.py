@@ -752,8 +752,10 @@ class TranslationTransformer(nn.Module, DecodingMixin):
         self.special = dict(special or DEFAULT_SPECIAL)
         a = self.arch
         d = a["d_model"]
-        if d % a["num_heads"] != 0 or d % 2 != 0:
-            raise ValueError("num_heads must divide d_model and d_model must be even")
+        # (An odd d_model is allowed, as docs/model-format.md allows it: the
+        # sinusoidal table's last column is then a sine.)
+        if d % a["num_heads"] != 0:
+            raise ValueError("num_heads must divide d_model")
         if a["activation"] not in ACTIVATIONS:
             raise ValueError(f"architecture.activation: expected \"relu\", \"gelu\" or \"silu\", "
                              f"got {a['activation']!r}")
@@ -819,17 +821,22 @@ class TranslationTransformer(nn.Module, DecodingMixin):
             x = layer(x, mask)
         return self.encoder_norm(x) if self.encoder_final_norm else x
 
-    def decode(self, tgt, mem, src):
+    def decode(self, tgt, mem, src, tgt_lengths=None):
         """tgt [B,T] (starts with the decoder-start token, right-padded) -> logits [B,T,V].
-        Column 0 is never padding, even when the decoder-start token is pad
-        (Marian's)."""
+        Target positions are masked by the rows' lengths `tgt_lengths` (none:
+        every row is T long), never by their ids (docs/model-format.md): a
+        pad the model generates, or a decoder start token equal to pad
+        (Marian's), is attended like any other token. (For the positions
+        inside a row the causal mask alone would do; the lengths keep the
+        padded positions' logits as they were.)"""
         if not self.has_decoder:
             raise ValueError("this model is encoder-only (num_decoder_layers is 0)")
         pad = self.special["pad"]
-        T = tgt.shape[1]
+        B, T = tgt.shape
         causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        padding = tgt == pad
-        padding[:, 0] = False
+        padding = torch.zeros(B, T, dtype=torch.bool)
+        if tgt_lengths is not None:
+            padding = torch.arange(T)[None, :] >= torch.tensor(tgt_lengths)[:, None]
         self_mask = causal[None] | padding[:, None, :]
         cross_mask = (src == pad)[:, None, :].expand(-1, T, -1)
         x = self._embed(self.decoder_embedding, tgt)
@@ -839,8 +846,16 @@ class TranslationTransformer(nn.Module, DecodingMixin):
             x = self.decoder_norm(x)
         return self.linear(x)
 
-    def forward(self, src, tgt):
-        return self.decode(tgt, self.encode(src), src)
+    def forward(self, src, tgt, tgt_lengths=None):
+        return self.decode(tgt, self.encode(src), src, tgt_lengths)
+
+    @torch.no_grad()
+    def forward_ids(self, src_lines, tgt_lines):
+        """DecodingMixin.forward_ids, the target rows masked by their lengths."""
+        src = self.pad_batch([self.source_ids(s) for s in src_lines])
+        tgt = self.pad_batch(tgt_lines)
+        lengths = [len(r) for r in tgt_lines]
+        return self.forward(src, tgt, lengths).numpy().astype(np.float32)
 
 
 # --------------------------------------------------------------------------- init
