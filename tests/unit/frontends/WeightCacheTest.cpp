@@ -98,6 +98,17 @@ protected:
     }
   }
 
+  /// After tensor d was rewritten as -2 (0xC000): an open reads the new
+  /// value, and the cache holds one entry, not `before`.
+  void expectChangedValuesInANewEntry(const std::string &before) {
+    std::unique_ptr<SafeTensorsFile> file = open(cache);
+    ASSERT_TRUE(file);
+    EXPECT_EQ(file->find("d")->data[0], -2.0f);
+    std::vector<std::string> after = entries(cache);
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_NE(after[0], before);
+  }
+
   TempDir dir;
   std::vector<RawTensor> tensors;
   std::string model, cache, log;
@@ -180,12 +191,7 @@ TEST_F(WeightCacheTest, AModelWrittenAgainGetsANewEntryAndTheOldOneGoes) {
   std::string bytes = alignedFile(changed);
   std::string temp = dir.write("m.new", bytes);
   ASSERT_FALSE(sys::fs::rename(temp, model));
-  std::unique_ptr<SafeTensorsFile> file = open(cache);
-  ASSERT_TRUE(file);
-  EXPECT_EQ(file->find("d")->data[0], -2.0f);
-  std::vector<std::string> after = entries(cache);
-  ASSERT_EQ(after.size(), 1u);
-  EXPECT_NE(after[0], before[0]);
+  expectChangedValuesInANewEntry(before[0]);
   EXPECT_EQ(log, "");
 }
 
@@ -211,14 +217,9 @@ TEST_F(WeightCacheTest, AModelRewrittenInPlaceWithItsOldTimeGetsANewEntry) {
   usleep(20000);
   writeAll(model, bytes);
   setModified(model, 1765000000);
-  std::unique_ptr<SafeTensorsFile> file = open(cache);
-  ASSERT_TRUE(file);
-  EXPECT_EQ(file->find("d")->data[0], -2.0f);
-  std::vector<std::string> after = entries(cache);
-  ASSERT_EQ(after.size(), 1u);
-  EXPECT_NE(after[0], before[0]);
+  expectChangedValuesInANewEntry(before[0]);
   // ... and the next open maps the new copies.
-  file = open(cache);
+  std::unique_ptr<SafeTensorsFile> file = open(cache);
   ASSERT_TRUE(file);
   EXPECT_EQ(file->find("d")->data[0], -2.0f);
   EXPECT_EQ(log, "");
