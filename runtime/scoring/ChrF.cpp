@@ -83,8 +83,12 @@ double fScore(const Stats &stats, const ChrFOptions &options) {
   avgRec /= effective;
   if (avgPrec + avgRec == 0)
     return 0;
-  return 100 * (1 + factor) * avgPrec * avgRec /
-         (factor * avgPrec + avgRec);
+  // sacreBLEU's order of operations: the per-line best reference is chosen
+  // on these values, so two references that tie there must tie here too
+  // (100 · (1 + β²)·P·R / … rounds otherwise and picked the other one).
+  double score = (1 + factor) * avgPrec * avgRec;
+  score /= factor * avgPrec + avgRec;
+  return 100 * score;
 }
 
 } // namespace

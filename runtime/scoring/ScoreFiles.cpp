@@ -83,13 +83,8 @@ scoring::scoreFiles(llvm::StringRef hypPath,
     if (!lines)
       return lines.takeError();
     if (lines->size() != hyps->size())
-      return fail(path + " has " + llvm::Twine(lines->size()) +
-                  " lines but " + hypPath + " has " +
-                  llvm::Twine(hyps->size()));
-    for (size_t i = 0; i < lines->size(); ++i)
-      if (splitWords((*lines)[i]).empty())
-        return fail(path + ":" + llvm::Twine(i + 1) +
-                    ": empty reference line");
+      return fail(path + " has " + llvm::Twine(lines->size()) + " lines but " +
+                  hypPath + " has " + llvm::Twine(hyps->size()));
     refs.push_back(std::move(*lines));
   }
   ScoreReport report;

@@ -69,6 +69,42 @@ TEST(Bleu, SacreBleuCorpusWithTwoReferences) {
             "hyp_len = 17 ref_len = 18)");
 }
 
+// Empty reference lines, as sacreBLEU 2.6.0's corpus_bleu / corpus_chrf
+// score them (it accepts them since 2.2): a line with no reference words
+// adds its hypothesis length and n-grams to BLEU and nothing to chrF.
+TEST(Scoring, EmptyReferenceLinesAsSacreBleu) {
+  Lines hyps = {"a b", "c d"};
+  EXPECT_EQ(corpusBleu(hyps, {{"a b", ""}}).format(),
+            "BLEU = 0.00 50.0/50.0/0.0/0.0 (BP = 1.000 ratio = 2.000 "
+            "hyp_len = 4 ref_len = 2)");
+  EXPECT_EQ(corpusChrF(hyps, {{"a b", ""}}).format(), "chrF2 = 100.00");
+  EXPECT_EQ(corpusBleu(hyps, {{"a b", ""}, {"a b", "c d"}}).format(),
+            "BLEU = 0.00 100.0/100.0/0.0/0.0 (BP = 1.000 ratio = 1.000 "
+            "hyp_len = 4 ref_len = 4)");
+  EXPECT_EQ(corpusChrF(hyps, {{"a b", ""}, {"a b", "c d"}}).format(),
+            "chrF2 = 100.00");
+  EXPECT_EQ(corpusBleu(hyps, {{"a b c d e", ""}}).format(),
+            "BLEU = 0.00 50.0/50.0/0.0/0.0 (BP = 0.779 ratio = 0.800 "
+            "hyp_len = 4 ref_len = 5)");
+  EXPECT_EQ(corpusChrF(hyps, {{"a b c d e", ""}}).format(), "chrF2 = 37.57");
+  EXPECT_EQ(corpusBleu(hyps, {{"", ""}}).format(),
+            "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 0.000 "
+            "hyp_len = 4 ref_len = 0)");
+  EXPECT_EQ(corpusChrF(hyps, {{"", ""}}).format(), "chrF2 = 0.00");
+}
+
+// Two references whose chrF ties for a line: sacreBLEU keeps the first, and
+// its f-score's order of operations decides what "ties" means (found by a
+// comparison with sacreBLEU 2.6.0 on 2,750 random corpora; it printed 67.12).
+TEST(ChrF, TiedReferencesAsSacreBleu) {
+  Lines hyps = {"I wonder why karaoke is so popular.", "gtQWXYZK"};
+  std::vector<Lines> refs = {
+      {"I wonder why karaoke is so popular.", "It snowed last night."},
+      {"I wonder why karaoke is so popular.",
+       "It \xe4\xbd\xa0\xe5\xa5\xbd last"}};
+  EXPECT_EQ(corpusChrF(hyps, refs).format(), "chrF2 = 67.12");
+}
+
 // test_chrf.py, effective-order cases (beta 3 there; precision equals recall
 // in each, so beta 2 gives the same value).
 TEST(ChrF, SacreBleuSmallCases) {
@@ -148,11 +184,11 @@ TEST(ScoreFiles, ScoresFilesAndRejectsBadInput) {
   EXPECT_EQ(llvm::toString(e.takeError()),
             badUtf8 + ":2: invalid UTF-8 at byte 4");
 
+  // An empty (or blank) reference line is scored as sacreBLEU 2.2+ scores
+  // it: no reference words, no n-grams.
   std::string emptyLine = writeFile("ref", "a b c\n  \n");
   e = scoreFiles(hyp, {emptyLine});
-  ASSERT_FALSE(static_cast<bool>(e));
-  EXPECT_EQ(llvm::toString(e.takeError()),
-            emptyLine + ":2: empty reference line");
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
 
   e = scoreFiles("/nonexistent/hyp.txt", {ref});
   ASSERT_FALSE(static_cast<bool>(e));
