@@ -1034,10 +1034,14 @@ SCORE = ["{tfmc}", "score", "--hyp", "{case}/hyp.txt", "--ref", "{case}/ref.txt"
 for name, hyp, ref, subs in [
     ("score-invalid-utf8", b"a b\n\xff c\n", b"a b\nc d\n", ["hyp.txt:2", "invalid UTF-8"]),
     ("score-line-count", b"a\nb\nc\n", b"a\n", ["has 1 lines but", "has 3"]),
-    ("score-empty-reference-line", b"a\nb\n", b"a\n\n", ["ref.txt"]),
 ]:
     case(name, "score", [write("hyp.txt", hyp), write("ref.txt", ref)], SCORE,
          {"exit": "nonzero", "one_error": True, "error_has": subs})
+# An empty reference line is scored as sacreBLEU 2.2+ scores it (no
+# reference words), not refused.
+case("score-empty-reference-line", "score", [write("hyp.txt", b"a b\nc d\n"),
+                                             write("ref.txt", b"a b\n\n")], SCORE,
+     lines_out(2, stdout_has=["hyp_len = 4 ref_len = 2", "chrF2 = 100.00"]))
 case("score-dev-zero", "score", [write("ref.txt", "a\n")],
      ["{tfmc}", "score", "--hyp", "/dev/zero", "--ref", "{case}/ref.txt"],
      {"exit": "nonzero", "one_error": True, "error_has": ["/dev/zero", "256 MiB"]},
