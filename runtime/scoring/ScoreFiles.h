@@ -17,8 +17,8 @@ struct ScoreReport {
 
 /// Reads one sentence per line from the hypothesis file and each reference
 /// file and scores them. Errors (one line each): unreadable file, invalid
-/// UTF-8 (file and line), files with different line counts, an empty
-/// reference line (sacreBLEU refuses those too).
+/// UTF-8 (file and line), files with different line counts. An empty
+/// reference line is scored as sacreBLEU (2.2 on) scores it.
 llvm::Expected<ScoreReport> scoreFiles(llvm::StringRef hypPath,
                                        llvm::ArrayRef<std::string> refPaths);
 
