@@ -697,7 +697,14 @@ class DecodingMixin:
         Returns numpy float32 [B, T, V], T = longest target."""
         src = self.pad_batch([self.source_ids(s) for s in src_lines])
         tgt = self.pad_batch(tgt_lines)
-        return self.forward(src, tgt).numpy().astype(np.float32)
+        lengths = [len(r) for r in tgt_lines]
+        return self.forward_padded(src, tgt, lengths).numpy().astype(np.float32)
+
+    def forward_padded(self, src, tgt, tgt_lengths):
+        """forward() of right-padded target rows of `tgt_lengths`. By default
+        the lengths are not used: the seed, Marian and fairseq references
+        mask as their originals do."""
+        return self.forward(src, tgt)
 
     @torch.no_grad()
     def encode_states(self, src_lines):
@@ -849,13 +856,9 @@ class TranslationTransformer(nn.Module, DecodingMixin):
     def forward(self, src, tgt, tgt_lengths=None):
         return self.decode(tgt, self.encode(src), src, tgt_lengths)
 
-    @torch.no_grad()
-    def forward_ids(self, src_lines, tgt_lines):
-        """DecodingMixin.forward_ids, the target rows masked by their lengths."""
-        src = self.pad_batch([self.source_ids(s) for s in src_lines])
-        tgt = self.pad_batch(tgt_lines)
-        lengths = [len(r) for r in tgt_lines]
-        return self.forward(src, tgt, lengths).numpy().astype(np.float32)
+    def forward_padded(self, src, tgt, tgt_lengths):
+        """The target rows masked by their lengths (decode())."""
+        return self.forward(src, tgt, tgt_lengths)
 
 
 # --------------------------------------------------------------------------- init
