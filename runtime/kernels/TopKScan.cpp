@@ -110,9 +110,10 @@ expNonPositive16(const float *values, __m512 max) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  __m512i bits = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  // p * 2^n by vscalefps: n is a whole number in [-126, 127] (x >= -87),
+  // so 2^n is a normal float and the product the one the AVX2 code makes
+  // with 2^n's bits (three instructions fewer).
+  return _mm512_scalef_ps(p, n);
 }
 
 /// sumExpBody() sixteen values at a time: the halves of each sixteen go
@@ -248,11 +249,111 @@ uint32_t above(const float *values, int64_t count, float threshold) {
                       : aboveGeneric(values, count, threshold);
 }
 
+/// The largest of values[0, count) (NaNs ignored; -inf when there is
+/// none), and in masks[b] bit i set where values[b * kBlock + i] >
+/// threshold (false for NaN): blockMaxima()'s maximum and above()'s bits for
+/// every block, in one pass. Bit b of *blocksAbove is set where masks[b] is
+/// not 0.
+__attribute__((target("avx512f"))) float
+maximumAndMasksAvx512(const float *values, int64_t count, float threshold,
+                      uint16_t *masks, uint32_t *blocksAbove) {
+  static_assert(kBlock == 16);
+  const __m512 lowest = _mm512_set1_ps(kLowest),
+               bar = _mm512_set1_ps(threshold);
+  __m512 all = lowest;
+  uint32_t above = 0;
+  int64_t b = 0, v = 0;
+  for (; v + kBlock <= count; v += kBlock, ++b) {
+    __m512 x = _mm512_loadu_ps(values + v);
+    // max_ps(x, m) keeps m when x is NaN.
+    all = _mm512_max_ps(x, all);
+    masks[b] = _mm512_cmp_ps_mask(x, bar, _CMP_GT_OQ);
+    above |= uint32_t(masks[b] != 0) << b;
+  }
+  if (v < count) {
+    __mmask16 lanes = static_cast<__mmask16>((uint32_t(1) << (count - v)) - 1);
+    __m512 x = _mm512_mask_loadu_ps(lowest, lanes, values + v);
+    all = _mm512_max_ps(x, all);
+    masks[b] = _mm512_mask_cmp_ps_mask(lanes, x, bar, _CMP_GT_OQ);
+    above |= uint32_t(masks[b] != 0) << b;
+  }
+  *blocksAbove = above;
+  return _mm512_reduce_max_ps(all);
+}
+
+__attribute__((target("avx2"))) float
+maximumAndMasksAvx2(const float *values, int64_t count, float threshold,
+                    uint16_t *masks, uint32_t *blocksAbove) {
+  const __m256 lowest = _mm256_set1_ps(kLowest),
+               bar = _mm256_set1_ps(threshold);
+  __m256 all = lowest;
+  uint32_t above = 0;
+  int64_t b = 0, v = 0;
+  for (; v + kBlock <= count; v += kBlock, ++b) {
+    __m256 lo = _mm256_loadu_ps(values + v),
+           hi = _mm256_loadu_ps(values + v + 8);
+    // max_ps(x, m) keeps m when x is NaN.
+    all = _mm256_max_ps(hi, _mm256_max_ps(lo, all));
+    masks[b] = static_cast<uint16_t>(
+        _mm256_movemask_ps(_mm256_cmp_ps(lo, bar, _CMP_GT_OQ)) |
+        (_mm256_movemask_ps(_mm256_cmp_ps(hi, bar, _CMP_GT_OQ)) << 8));
+    above |= uint32_t(masks[b] != 0) << b;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, all);
+  float max = kLowest;
+  for (float x : lanes)
+    max = x > max ? x : max;
+  if (v < count) {
+    uint16_t bits = 0;
+    for (int64_t i = 0; v + i < count; ++i) {
+      float x = values[v + i];
+      max = x > max ? x : max;
+      bits |= static_cast<uint16_t>(uint32_t(x > threshold) << i);
+    }
+    masks[b] = bits;
+    above |= uint32_t(bits != 0) << b;
+  }
+  *blocksAbove = above;
+  return max;
+}
+
+float maximumAndMasksGeneric(const float *values, int64_t count,
+                             float threshold, uint16_t *masks,
+                             uint32_t *blocksAbove) {
+  float max = kLowest;
+  uint32_t above = 0;
+  for (int64_t b = 0, v = 0; v < count; v += kBlock, ++b) {
+    uint16_t bits = 0;
+    for (int64_t i = 0; i < kBlock && v + i < count; ++i) {
+      float x = values[v + i];
+      max = x > max ? x : max;
+      bits |= static_cast<uint16_t>(uint32_t(x > threshold) << i);
+    }
+    masks[b] = bits;
+    above |= uint32_t(bits != 0) << b;
+  }
+  *blocksAbove = above;
+  return max;
+}
+
+float maximumAndMasks(const float *values, int64_t count, float threshold,
+                      uint16_t *masks, uint32_t *blocksAbove) {
+  static_assert(TopKScan::kChunk / kBlock <= 32, "one bit a block");
+  return haveAvx512() ? maximumAndMasksAvx512(values, count, threshold, masks,
+                                              blocksAbove)
+         : haveAvx2()
+             ? maximumAndMasksAvx2(values, count, threshold, masks, blocksAbove)
+             : maximumAndMasksGeneric(values, count, threshold, masks,
+                                      blocksAbove);
+}
+
 } // namespace
 
 void TopKScan::reset(int64_t capacity) {
   this->capacity = std::max<int64_t>(capacity, 0);
   items.clear();
+  withNaN = false;
   max = kLowest;
   sum = 0;
 }
@@ -260,46 +361,71 @@ void TopKScan::reset(int64_t capacity) {
 void TopKScan::offer(float value, int32_t id) {
   if (!wants(value))
     return;
-  // Best first by value; an equal value ranks after (ids arrive in order).
+  // Best first by value; an equal value ranks after (ids arrive in order):
+  // the place is after every candidate of a value >= this one, counted
+  // without branches where no NaN is in the way (a NaN does not order).
   TopKCandidate c{value, id};
-  auto at = std::upper_bound(items.begin(), items.end(), c,
-                             [](const TopKCandidate &x, const TopKCandidate &y) {
-                               return x.value > y.value;
-                             });
-  items.insert(at, c);
-  if (static_cast<int64_t>(items.size()) > capacity)
-    items.pop_back();
+  size_t at;
+  if (!withNaN && value == value) {
+    at = 0;
+    for (const TopKCandidate &e : items)
+      at += e.value >= value;
+  } else {
+    at = static_cast<size_t>(
+        std::upper_bound(items.begin(), items.end(), c,
+                         [](const TopKCandidate &x, const TopKCandidate &y) {
+                           return x.value > y.value;
+                         }) -
+        items.begin());
+    withNaN = withNaN || value != value;
+  }
+  // Full: the last one drops out.
+  if (static_cast<int64_t>(items.size()) < capacity)
+    items.push_back(c);
+  for (size_t i = items.size() - 1; i > at; --i)
+    items[i] = items[i - 1];
+  items[at] = c;
 }
 
 void TopKScan::add(const float *values, int64_t first, int64_t count,
                    const ScanExclusions &excluded) {
   assert(first % kChunk == 0 && "blocks start at a chunk boundary");
-  float blocks[kChunk / kBlock];
   for (int64_t c = 0; c < count; c += kChunk) {
     const float *chunk = values + c;
     int64_t n = std::min(kChunk, count - c);
-    float chunkMax = blockMaxima(chunk, n, blocks);
-    // The chunk into the running maximum and sum. A chunk of -inf adds
-    // nothing (NaN if it holds a NaN); only finite maxima rescale.
-    float chunkSum = 0;
-    if (chunkMax == kLowest) {
-      for (int64_t v = 0; v < n; ++v)
-        if (chunk[v] != chunk[v])
-          chunkSum = chunk[v];
-      sum += chunkSum;
-    } else {
-      chunkSum = sumExp(chunk, n, chunkMax);
-      if (chunkMax > max) {
-        sum = (max == kLowest ? sum : sum * expNonPositive(max - chunkMax)) +
-              chunkSum;
-        max = chunkMax;
-      } else {
-        sum += chunkSum * expNonPositive(chunkMax - max);
-      }
-    }
-    // Candidates: blocks of kBlock whose largest cannot enter are skipped
-    // whole (most of them, once the first `capacity` are in).
     int64_t base = first + c;
+    auto offerBits = [&](int64_t start, uint32_t bits) {
+      for (; bits; bits &= bits - 1) {
+        int64_t v = start + __builtin_ctz(bits);
+        if (!excluded.excludes(base + v))
+          offer(chunk[v], static_cast<int32_t>(base + v));
+      }
+    };
+    if (static_cast<int64_t>(items.size()) >= capacity) {
+      // Full (after the first chunk or so): only values above the last
+      // candidate can enter. One pass takes the chunk's maximum and marks
+      // the values above the bar as it stands at the chunk's start (few:
+      // about 2 a chunk in a beam-4 search of the bundled model); offer()
+      // checks each again, as each one entering raises the bar.
+      uint16_t masks[kChunk / kBlock];
+      uint32_t blocksAbove = 0;
+      float chunkMax =
+          maximumAndMasks(chunk, n,
+                          capacity > 0 ? items.back().value
+                                       : std::numeric_limits<float>::infinity(),
+                          masks, &blocksAbove);
+      addToShift(chunk, n, chunkMax);
+      for (; blocksAbove; blocksAbove &= blocksAbove - 1) {
+        int64_t b = __builtin_ctz(blocksAbove);
+        offerBits(b * kBlock, masks[b]);
+      }
+      continue;
+    }
+    // Filling: every allowed value is offered, block by block until the
+    // candidates are full; then blocks whose largest cannot enter are
+    // skipped whole.
+    float blocks[kChunk / kBlock];
+    addToShift(chunk, n, blockMaxima(chunk, n, blocks));
     for (int64_t b = 0; b * kBlock < n; ++b) {
       if (!wants(blocks[b]))
         continue;
@@ -310,16 +436,29 @@ void TopKScan::add(const float *values, int64_t first, int64_t count,
             offer(chunk[v], static_cast<int32_t>(base + v));
         continue;
       }
-      // Full: only the values above the last candidate can enter (offer()
-      // checks again, as each one entering raises the bar).
-      for (uint32_t bits =
-               above(chunk + start, end - start, items.back().value);
-           bits; bits &= bits - 1) {
-        int64_t v = start + __builtin_ctz(bits);
-        if (!excluded.excludes(base + v))
-          offer(chunk[v], static_cast<int32_t>(base + v));
-      }
+      offerBits(start, above(chunk + start, end - start, items.back().value));
     }
+  }
+}
+
+void TopKScan::addToShift(const float *chunk, int64_t n, float chunkMax) {
+  // The chunk into the running maximum and sum. A chunk of -inf adds
+  // nothing (NaN if it holds a NaN); only finite maxima rescale.
+  if (chunkMax == kLowest) {
+    float chunkSum = 0;
+    for (int64_t v = 0; v < n; ++v)
+      if (chunk[v] != chunk[v])
+        chunkSum = chunk[v];
+    sum += chunkSum;
+    return;
+  }
+  float chunkSum = sumExp(chunk, n, chunkMax);
+  if (chunkMax > max) {
+    sum = (max == kLowest ? sum : sum * expNonPositive(max - chunkMax)) +
+          chunkSum;
+    max = chunkMax;
+  } else {
+    sum += chunkSum * expNonPositive(chunkMax - max);
   }
 }
 

@@ -53,6 +53,9 @@ public:
 
 private:
   void offer(float value, int32_t id);
+  /// One chunk of n values, whose largest (NaNs ignored) is chunkMax, into
+  /// the running maximum and sum.
+  void addToShift(const float *chunk, int64_t n, float chunkMax);
   bool wants(float value) const {
     return static_cast<int64_t>(items.size()) < capacity ||
            value > items.back().value;
@@ -60,6 +63,8 @@ private:
 
   int64_t capacity = 0;
   std::vector<TopKCandidate> items;
+  /// Whether a NaN was offered (items may then hold one).
+  bool withNaN = false;
   float max = 0, sum = 0;
 };
 
