@@ -9,6 +9,8 @@
 #ifndef TOOLS_TFMC_COMMAND_H
 #define TOOLS_TFMC_COMMAND_H
 
+#include "tools/tfmc/IntegerOption.h"
+
 #include "frontends/model/Model.h"
 #include "runtime/session/Session.h"
 
@@ -91,6 +93,19 @@ public:
 
 private:
   llvm::cl::opt<std::string> value;
+};
+
+/// `--threads N` for the commands that run one batch at a time (encode,
+/// forward): the library kernels' threads (oneDNN, the packed kernels'
+/// column split), 1 by default.
+class ThreadsOption {
+public:
+  ThreadsOption(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  /// The count; an error outside 1..tfmc::kMaxThreads.
+  llvm::Expected<int> count() const;
+
+private:
+  IntegerOption<int> value;
 };
 
 /// `--compute-type float32|float16|bfloat16|int8` and

@@ -4,6 +4,7 @@
 #include "frontends/model/FileSupport.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/Translator.h"
+#include "tfmc/Translator.h"
 
 #include "compiler/JIT/CompileCache.h"
 
@@ -50,6 +51,20 @@ llvm::Expected<bool> KernelsOption::useLibrary() const {
         llvm::inconvertibleErrorCode(),
         "--kernels=library: this tfmc was built without oneDNN");
   return value == "library";
+}
+
+ThreadsOption::ThreadsOption(cl::SubCommand &sub, cl::OptionCategory &cat)
+    : value("threads",
+            cl::desc("Threads for the linear layers (oneDNN and the packed "
+                     "kernels split each layer's columns between them)"),
+            cl::init(1), cl::sub(sub), cl::cat(cat)) {}
+
+llvm::Expected<int> ThreadsOption::count() const {
+  if (value < 1 || value > tfmc::kMaxThreads)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--threads must be between 1 and " +
+                                       std::to_string(tfmc::kMaxThreads));
+  return static_cast<int>(value);
 }
 
 ComputeTypeOptions::ComputeTypeOptions(cl::SubCommand &sub,

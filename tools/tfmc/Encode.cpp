@@ -40,8 +40,8 @@ public:
                    "Write the IR stages 01-04 of what this command compiles to "
                    "DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
-        timing(sub, cat) {}
+        kernels(sub, cat), threads(sub, cat), computeType(sub, cat),
+        cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -56,6 +56,9 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
+    auto threadCount = threads.count();
+    if (!threadCount)
+      return fail(threadCount.takeError());
     auto loaded = loadModelTimed(model, timing, cache.directory());
     if (!loaded)
       return fail(loaded.takeError());
@@ -66,6 +69,7 @@ public:
       return fail(srcFile + ": no source lines");
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
+    sessionOptions.threads = *threadCount;
     if (!computeType.apply(sessionOptions))
       return 1;
     sessionOptions.dumpDir = dumpIR;
@@ -97,6 +101,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, dumpIR;
   KernelsOption kernels;
+  ThreadsOption threads;
   ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;

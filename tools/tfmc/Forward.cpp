@@ -42,8 +42,8 @@ public:
                       "vocabulary"),
              cl::value_desc("KIND"), cl::init("logits"), cl::sub(sub),
              cl::cat(cat)),
-        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
-        timing(sub, cat) {}
+        kernels(sub, cat), threads(sub, cat), computeType(sub, cat),
+        cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -59,6 +59,9 @@ public:
     auto library = kernels.useLibrary();
     if (!library)
       return fail(library.takeError());
+    auto threadCount = threads.count();
+    if (!threadCount)
+      return fail(threadCount.takeError());
     runtime::LogitsOutput kind;
     if (head == "logits")
       kind = runtime::LogitsOutput::Logits;
@@ -103,6 +106,7 @@ public:
                         .str());
     runtime::SessionOptions sessionOptions;
     sessionOptions.useLibraryKernels = *library;
+    sessionOptions.threads = *threadCount;
     if (!computeType.apply(sessionOptions))
       return 1;
     sessionOptions.translation = false;
@@ -125,6 +129,7 @@ private:
   cl::SubCommand sub;
   cl::opt<std::string> model, output, srcFile, tgtFile, head;
   KernelsOption kernels;
+  ThreadsOption threads;
   ComputeTypeOptions computeType;
   CacheOptions cache;
   TimingOption timing;
