@@ -161,6 +161,8 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
   bool fused = options.fusedSteps && !guards && decoder.hasBeamStep();
   int64_t count = 2 * beam;
   std::vector<int32_t> allowEos;
+  // A row's candidates, reused from row to row and step to step.
+  std::vector<Candidate> candidates;
 
   for (int64_t step = 0; step < longest; ++step) {
     const float *logits = nullptr;
@@ -184,7 +186,7 @@ tfmc::runtime::beamSearch(IncrementalDecoder &decoder,
       bool last = step + 1 == limit[r];
       // Of all candidates only the first 2K matter, and those are among
       // each hypothesis's own best 2K.
-      std::vector<Candidate> candidates;
+      candidates.clear();
       for (size_t h = 0; h < row.active.size(); ++h) {
         const Active &a = row.active[h];
         if (fused) {

@@ -144,13 +144,19 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) 0.71 vs 0.74 s,
     // so AVX2 machines keep oneDNN. (Not when the caller said no: a
     // weight widened into scratch has no stable address to pack under.)
-    // With more kernel threads oneDNN's parallel GEMM takes the chunks.
+    // With more kernel threads too, each chunk's columns split between
+    // them as the decoder's are: the dev set's encoder on two threads
+    // 0.215-0.271 s with oneDNN's parallel GEMM taking the chunks (until
+    // 2026-12-06), 0.167-0.186 s now (one thread 0.279-0.310 s; AMD EPYC
+    // Zen 5, AVX-512, 3 alternating runs), and the same bits as one
+    // thread. On AVX2 (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2, same
+    // host) two threads were level with oneDNN (0.40-0.47 against
+    // 0.42-0.52 s), so oneDNN stays there.
     // float32 inputs that are mostly zeros (a ReLU's) go to the packed
     // kernels on every ISA and thread count: they skip the zero steps
     // (RowTiles.h).
     bool packChunks =
-        packable && ((packed::preferredIsa() == packed::Isa::Avx512 &&
-                      omp_get_max_threads() == 1) ||
+        packable && (packed::preferredIsa() == packed::Isa::Avx512 ||
                      (packed::availableOnThisCpu() &&
                       packed::worthSkipping(x.aligned + x.offset, m, k)));
     forEachChunk(
