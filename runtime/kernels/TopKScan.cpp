@@ -249,6 +249,19 @@ uint32_t above(const float *values, int64_t count, float threshold) {
                       : aboveGeneric(values, count, threshold);
 }
 
+/// Bit i set where values[i] > threshold (false for NaN), i < count <=
+/// kBlock, one at a time; `max` takes the largest (NaNs ignored).
+inline uint16_t blockMask(const float *values, int64_t count, float threshold,
+                          float &max) {
+  uint16_t bits = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    float x = values[i];
+    max = x > max ? x : max;
+    bits |= static_cast<uint16_t>(uint32_t(x > threshold) << i);
+  }
+  return bits;
+}
+
 /// The largest of values[0, count) (NaNs ignored; -inf when there is
 /// none), and in masks[b] bit i set where values[b * kBlock + i] >
 /// threshold (false for NaN): blockMaxima()'s maximum and above()'s bits for
@@ -305,14 +318,8 @@ maximumAndMasksAvx2(const float *values, int64_t count, float threshold,
   for (float x : lanes)
     max = x > max ? x : max;
   if (v < count) {
-    uint16_t bits = 0;
-    for (int64_t i = 0; v + i < count; ++i) {
-      float x = values[v + i];
-      max = x > max ? x : max;
-      bits |= static_cast<uint16_t>(uint32_t(x > threshold) << i);
-    }
-    masks[b] = bits;
-    above |= uint32_t(bits != 0) << b;
+    masks[b] = blockMask(values + v, count - v, threshold, max);
+    above |= uint32_t(masks[b] != 0) << b;
   }
   *blocksAbove = above;
   return max;
@@ -324,14 +331,9 @@ float maximumAndMasksGeneric(const float *values, int64_t count,
   float max = kLowest;
   uint32_t above = 0;
   for (int64_t b = 0, v = 0; v < count; v += kBlock, ++b) {
-    uint16_t bits = 0;
-    for (int64_t i = 0; i < kBlock && v + i < count; ++i) {
-      float x = values[v + i];
-      max = x > max ? x : max;
-      bits |= static_cast<uint16_t>(uint32_t(x > threshold) << i);
-    }
-    masks[b] = bits;
-    above |= uint32_t(bits != 0) << b;
+    masks[b] =
+        blockMask(values + v, std::min(kBlock, count - v), threshold, max);
+    above |= uint32_t(masks[b] != 0) << b;
   }
   *blocksAbove = above;
   return max;
