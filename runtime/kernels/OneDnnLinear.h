@@ -81,12 +81,13 @@ public:
                   PanelType type);
 
   /// tfm_rt_linear_i8: int8 weights with per-row scales (the file's
-  /// header says how).
+  /// header says how). `shareable`: a StepTeam's members may compute it
+  /// together (not a chunk of a larger layer, which only this thread runs).
   void linearI8(const MemRefDescriptor<3> &x,
                 const MemRefDescriptor<2, int8_t> &w,
                 const MemRefDescriptor<1> &wScale, const MemRefDescriptor<1> &b,
                 const MemRefDescriptor<3> &y, int32_t activation,
-                bool packable = true);
+                bool packable = true, bool shareable = true);
 
   void release(const void *weight) {
     std::lock_guard<std::mutex> lock(mutex);
