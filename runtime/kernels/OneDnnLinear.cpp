@@ -227,7 +227,16 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   if (shareable && teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
                               brain ? PanelType::BF16 : PanelType::F16))
     return;
-  if (brain && m > kChunkRows && packed::bfloat16DotRuns()) {
+  // float16 chunks too on AVX-512 hosts, on the half panels rather than
+  // oneDNN's sgemm over the widened weight: the dev set's encoder at beam
+  // 4 0.399 -> 0.296 s on one thread, 0.176 -> 0.155 s on two (AMD EPYC
+  // Zen 5, 3 alternating runs, medians; the same translations, scores
+  // moved in the last digit, now the same at any thread count). With the
+  // AVX2 kernels (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) one thread
+  // lost (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s): oneDNN
+  // stays there.
+  bool halfChunks = !brain && packed::preferredIsa() == packed::Isa::Avx512;
+  if (m > kChunkRows && (halfChunks || (brain && packed::bfloat16DotRuns()))) {
     // Chunk by chunk, so that a chunk's rounded inputs stay in L2 while
     // the weight's panels stream past once per chunk (in one call every
     // panel pair streamed all the rows from L3). Base model, batch 64
