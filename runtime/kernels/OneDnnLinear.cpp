@@ -120,6 +120,13 @@ bool OneDnn::teamLinear(const MemRefDescriptor<3> &x, const void *w, int64_t n,
                   });
 }
 
+/// Whether a layer of more than kChunkRows rows may run its chunks on the
+/// packed panels (columns split between the kernel threads) at this
+/// thread count: measured against oneDNN at one and two threads
+/// (2026-12-06, bench/README's twenty-fourth session); with more, oneDNN's
+/// parallel GEMM, which splits the rows too, keeps them until measured.
+static bool panelChunkThreads() { return omp_get_max_threads() <= 2; }
+
 void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
                     const MemRefDescriptor<1> &b, const MemRefDescriptor<3> &y,
                     int32_t activation, bool packable, bool shareable) {
@@ -144,10 +151,10 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) 0.71 vs 0.74 s,
     // so AVX2 machines keep oneDNN. (Not when the caller said no: a
     // weight widened into scratch has no stable address to pack under.)
-    // With more kernel threads too, each chunk's columns split between
-    // them as the decoder's are: the dev set's encoder on two threads
-    // 0.215-0.271 s with oneDNN's parallel GEMM taking the chunks (until
-    // 2026-12-06), 0.167-0.186 s now (one thread 0.279-0.310 s; AMD EPYC
+    // With two kernel threads too (panelChunkThreads()), each chunk's
+    // columns split between them as the decoder's are: the dev set's encoder on
+    // two threads 0.215-0.271 s with oneDNN's parallel GEMM taking the chunks
+    // (until 2026-12-06), 0.167-0.186 s now (one thread 0.279-0.310 s; AMD EPYC
     // Zen 5, AVX-512, 3 alternating runs), and the same bits as one
     // thread. On AVX2 (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2, same
     // host) two threads were level with oneDNN (0.40-0.47 against
@@ -156,7 +163,8 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     // kernels on every ISA and thread count: they skip the zero steps
     // (RowTiles.h).
     bool packChunks =
-        packable && (packed::preferredIsa() == packed::Isa::Avx512 ||
+        packable && ((packed::preferredIsa() == packed::Isa::Avx512 &&
+                      panelChunkThreads()) ||
                      (packed::availableOnThisCpu() &&
                       packed::worthSkipping(x.aligned + x.offset, m, k)));
     forEachChunk(
@@ -235,7 +243,8 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   // AVX2 kernels (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) one thread
   // lost (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s): oneDNN
   // stays there.
-  bool halfChunks = !brain && packed::preferredIsa() == packed::Isa::Avx512;
+  bool halfChunks = !brain && packed::preferredIsa() == packed::Isa::Avx512 &&
+                    panelChunkThreads();
   if (m > kChunkRows && (halfChunks || (brain && packed::bfloat16DotRuns()))) {
     // Chunk by chunk, so that a chunk's rounded inputs stay in L2 while
     // the weight's panels stream past once per chunk (in one call every
@@ -317,7 +326,8 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
     forEachChunk(
         x, y,
         [&](const MemRefDescriptor<3> &xc, const MemRefDescriptor<3> &yc) {
-          linearI8(xc, w, wScale, b, yc, activation, packable,
+          linearI8(xc, w, wScale, b, yc, activation,
+                   packable && panelChunkThreads(),
                    /*shareable=*/false);
         });
     return;
