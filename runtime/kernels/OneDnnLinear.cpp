@@ -239,7 +239,7 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   // oneDNN's sgemm over the widened weight: the dev set's encoder at beam
   // 4 0.399 -> 0.296 s on one thread, 0.176 -> 0.155 s on two (AMD EPYC
   // Zen 5, 3 alternating runs, medians; the same translations, scores
-  // moved in the last digit, now the same at any thread count). With the
+  // moved in the last digit, now the same on one thread and two). With the
   // AVX2 kernels (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) one thread
   // lost (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s): oneDNN
   // stays there.
