@@ -95,14 +95,17 @@ private:
   llvm::cl::opt<std::string> value;
 };
 
-/// `--threads N` for the commands that run one batch at a time (encode,
-/// forward): the library kernels' threads (oneDNN, the packed kernels'
-/// column split), 1 by default.
+/// `--threads N` (1 by default), registered on one subcommand with its own
+/// description: translate's and profile's (threads for the batches and
+/// the kernels), encode's and forward's (the library kernels' threads).
 class ThreadsOption {
 public:
-  ThreadsOption(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  ThreadsOption(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat,
+                llvm::StringRef description);
   /// The count; an error outside 1..tfmc::kMaxThreads.
   llvm::Expected<int> count() const;
+  /// The value as given (check count() first).
+  int given() const { return value; }
 
 private:
   IntegerOption<int> value;

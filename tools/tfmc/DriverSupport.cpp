@@ -53,11 +53,10 @@ llvm::Expected<bool> KernelsOption::useLibrary() const {
   return value == "library";
 }
 
-ThreadsOption::ThreadsOption(cl::SubCommand &sub, cl::OptionCategory &cat)
-    : value("threads",
-            cl::desc("Threads for the linear layers (oneDNN and the packed "
-                     "kernels split each layer's columns between them)"),
-            cl::init(1), cl::sub(sub), cl::cat(cat)) {}
+ThreadsOption::ThreadsOption(cl::SubCommand &sub, cl::OptionCategory &cat,
+                             llvm::StringRef description)
+    : value("threads", cl::desc(description), cl::init(1), cl::sub(sub),
+            cl::cat(cat)) {}
 
 llvm::Expected<int> ThreadsOption::count() const {
   if (value < 1 || value > tfmc::kMaxThreads)

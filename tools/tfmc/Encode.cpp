@@ -40,8 +40,11 @@ public:
                    "Write the IR stages 01-04 of what this command compiles to "
                    "DIR as NN-stage.mlir"),
                cl::value_desc("DIR"), cl::init(""), cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), threads(sub, cat), computeType(sub, cat),
-        cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat),
+        threads(sub, cat,
+                "Threads for the linear layers (oneDNN and the packed "
+                "kernels split each layer's columns between them)"),
+        computeType(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 

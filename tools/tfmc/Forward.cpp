@@ -42,8 +42,11 @@ public:
                       "vocabulary"),
              cl::value_desc("KIND"), cl::init("logits"), cl::sub(sub),
              cl::cat(cat)),
-        kernels(sub, cat), threads(sub, cat), computeType(sub, cat),
-        cache(sub, cat), timing(sub, cat) {}
+        kernels(sub, cat),
+        threads(sub, cat,
+                "Threads for the linear layers (oneDNN and the packed "
+                "kernels split each layer's columns between them)"),
+        computeType(sub, cat), cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 

@@ -111,8 +111,7 @@ public:
               cl::desc("Print load/JIT, encoder and decoder times and "
                        "tokens/s to stderr"),
               cl::sub(sub), cl::cat(cat)),
-        threads("threads", cl::desc("Threads for compiled code"), cl::init(1),
-                cl::sub(sub), cl::cat(cat)),
+        threads(sub, cat, "Threads for compiled code"),
         stepTeams("step-teams",
                   cl::desc("When a batch's threads run each step together, "
                            "sharing each layer's weight reads: auto (large "
@@ -194,9 +193,8 @@ public:
       return fail("--n-best must be between 1 and --beam-size");
     if (!(lengthPenalty >= 0.0) || !std::isfinite(lengthPenalty))
       return fail("--length-penalty must be a finite number, not negative");
-    if (threads < 1 || threads > kMaxThreads)
-      return fail("--threads must be between 1 and " +
-                  std::to_string(kMaxThreads));
+    if (llvm::Expected<int> count = threads.count(); !count)
+      return fail(count.takeError());
     if (batchTokens < 0)
       return fail("--batch-tokens must not be negative");
     if (readAhead < 0)
@@ -260,7 +258,7 @@ public:
     // the options every user of it has.
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
-    load.threads = threads;
+    load.threads = threads.given();
     load.stepTeams = stepTeams;
     load.computeType = computeType.name();
     load.quantizeOutputProjection = computeType.outputProjection();
@@ -384,7 +382,7 @@ public:
             "tfmc: {0} of {1} decoder steps ran on one thread of {2} (cores "
             "shared with other processes, or TFMC_STEP_WIDTH: docs/cli.md, "
             "--threads)\n",
-            s.narrowSteps(), s.widthSteps(), threads);
+            s.narrowSteps(), s.widthSteps(), threads.given());
     }
     if (profileOutput)
       if (llvm::Error e = profileOutput->write(**translator))
@@ -431,7 +429,7 @@ private:
   cl::opt<double> lengthPenalty;
   IntegerOption<int64_t> nBest;
   cl::opt<bool> scores, stats;
-  IntegerOption<int> threads;
+  ThreadsOption threads;
   cl::opt<std::string> stepTeams;
   IntegerOption<int64_t> batchTokens, readAhead;
   cl::opt<bool> sortBatches;
