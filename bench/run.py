@@ -140,12 +140,15 @@ def cpu_summary():
         pass
     isa = "AVX-512 + VNNI" if {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags \
         else "AVX2 + FMA" if {"avx2", "fma"} <= flags else "no AVX2"
-    # bfloat16 layers run vdpbf16ps where it exists; AMX is named so that
-    # figures say whether it was there (no kernel uses it).
+    # bfloat16 layers run vdpbf16ps where it exists, int8 and bfloat16 ones
+    # AMX's tiles where the kernels use them (tfmc-bench-machine's line says
+    # whether the process got them).
     if isa == "AVX-512 + VNNI" and "avx512_bf16" in flags:
         isa += " + BF16"
     if "amx_tile" in flags:
-        isa += " + AMX (unused)"
+        forced = os.environ.get("TFMC_KERNEL_ISA")
+        isa += " + AMX" if forced in (None, "", "amx") else \
+            " + AMX (unused: TFMC_KERNEL_ISA=%s)" % forced
     if os.environ.get("TFMC_KERNEL_ISA") == "avx2" and "AVX-512" in isa:
         isa += " (TFMC_KERNEL_ISA=avx2: AVX2 kernels)"
     cache = ""

@@ -315,15 +315,18 @@ std::string tfmc::runtime::hostDescription() {
                         ? "AVX-512 + VNNI"
                     : has({"avx2", "fma"}) ? "AVX2 + FMA"
                                            : "no AVX2";
-  // bfloat16 layers run vdpbf16ps where it exists (PackedGemm.h); AMX is
-  // named so that figures say whether it was there (no kernel uses it).
+  // bfloat16 layers run vdpbf16ps where it exists (PackedGemm.h), int8
+  // and bfloat16 ones AMX's tiles where the kernels use them.
   if (isa == "AVX-512 + VNNI" && has({"avx512_bf16"}))
     isa += " + BF16";
+  packed::Isa chosen = packed::preferredIsa();
   if (has({"amx_tile"}))
-    isa += " + AMX (unused)";
+    isa += chosen == packed::Isa::Amx ? " + AMX"
+           : packed::runs(packed::Isa::Amx)
+               ? " + AMX (unused: TFMC_KERNEL_ISA)"
+               : " + AMX (unused: not available to this process)";
   // The kernels' own choice (KernelIsa.h), so the line names what ran.
-  if (packed::runs(packed::Isa::Avx512) &&
-      packed::preferredIsa() == packed::Isa::Avx2)
+  if (packed::runs(packed::Isa::Avx512) && chosen == packed::Isa::Avx2)
     isa += " (TFMC_KERNEL_ISA=avx2: AVX2 kernels)";
   return "cpu: " + model + ", " + isa;
 }

@@ -163,7 +163,7 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
     // kernels on every ISA and thread count: they skip the zero steps
     // (RowTiles.h).
     bool packChunks =
-        packable && ((packed::preferredIsa() == packed::Isa::Avx512 &&
+        packable && ((packed::avx512Vectors(packed::preferredIsa()) &&
                       panelChunkThreads()) ||
                      (packed::availableOnThisCpu() &&
                       packed::worthSkipping(x.aligned + x.offset, m, k)));
@@ -243,7 +243,7 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   // AVX2 kernels (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) one thread
   // lost (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s): oneDNN
   // stays there.
-  bool halfChunks = !brain && packed::preferredIsa() == packed::Isa::Avx512 &&
+  bool halfChunks = !brain && packed::avx512Vectors(packed::preferredIsa()) &&
                     panelChunkThreads();
   if (m > kChunkRows && (halfChunks || (brain && packed::bfloat16DotRuns()))) {
     // Chunk by chunk, so that a chunk's rounded inputs stay in L2 while

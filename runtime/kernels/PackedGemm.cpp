@@ -399,7 +399,9 @@ void packed::int8ProductsColumns(const uint8_t *xq, int64_t m,
 void packed::int8ProductsBlock(const uint8_t *xq, int64_t m,
                                const PackedWeight &w, int32_t *acc, int64_t ld,
                                int64_t firstPanel, int64_t endPanel, Isa isa) {
-  if (isa == Isa::Avx512 && runs(Isa::Avx512))
+  if (isa == Isa::Amx && runs(Isa::Amx))
+    amx::int8Products(xq, m, w, acc, ld, firstPanel, endPanel);
+  else if (avx512Vectors(isa))
     avx512::int8Products(xq, m, w, acc, ld, firstPanel, endPanel);
   else
     int8ProductsAvx2(xq, m, w, acc, ld, firstPanel, endPanel);
@@ -608,9 +610,10 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
                            int32_t activation, Isa isa, int threads,
                            bool skipZeros) {
   const bool brain = w.format() == PanelFormat::BF16;
-  // bfloat16 panels take the AVX-512 kernel only with vdpbf16ps.
-  bool wide =
-      brain ? bfloat16DotRuns(isa) : isa == Isa::Avx512 && runs(Isa::Avx512);
+  // bfloat16 panels take the AVX-512 kernel only with vdpbf16ps, and AMX's
+  // tiles where the process runs them.
+  bool wide = brain ? bfloat16DotRuns(isa) : avx512Vectors(isa);
+  bool tiles = brain && isa == Isa::Amx && runs(Isa::Amx);
   const int64_t n = w.n, firstColumn = firstPanel * kPanel;
   // Only a call that runs the whole layer on this thread prefetches the
   // next one's start: of a layer cut into column shares (threads here, or
@@ -639,7 +642,9 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     bfloat16Operands(x, m, w.k, callerOperands.data());
     const auto *pairs =
         reinterpret_cast<const uint32_t *>(callerOperands.data());
-    planPairTiles(pairs, m, pairsOf(w.k), skipZeros, callerPlan, rowsPerTile);
+    // AMX's tiles run every step (no zero steps to skip at their size).
+    planPairTiles(pairs, m, pairsOf(w.k), skipZeros && !tiles, callerPlan,
+                  rowsPerTile);
     in = reinterpret_cast<const float *>(pairs);
     if (!wide) {
       if (callerWidened.size() < size)
@@ -651,11 +656,15 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     planRowTiles(x, m, w.k, skipZeros, callerPlan, rowsPerTile);
   }
   const RowTiles &plan = callerPlan;
+  const uint16_t *operands = callerOperands.data();
   forPanelShares(endPanel - firstPanel, threads, [&](int64_t first,
                                                     int64_t end) {
     first += firstPanel;
     end += firstPanel;
-    if (wide)
+    if (tiles)
+      amx::linearBFloat16(operands, m, w, bias, y, ldy,
+                          firstColumn, first, end);
+    else if (wide)
       avx512::linear(in, plan, w, bias, y, ldy, firstColumn, first, end, after);
     else if (w.format() == PanelFormat::F16)
       run<PanelFormat::F16>(in, plan, w, bias, y, ldy, firstColumn, first, end,

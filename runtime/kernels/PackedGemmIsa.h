@@ -1,7 +1,8 @@
 //===- PackedGemmIsa.h - per-instruction-set packed kernels -----*- C++ -*-===//
 //
 // Internal to the packed kernels: the AVX-512 variants that
-// PackedGemm.cpp dispatches to (PackedGemmAvx512.cpp).
+// PackedGemm.cpp dispatches to (PackedGemmAvx512.cpp), and the AMX ones
+// for int8 and bfloat16 panels (PackedGemmAmx.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMMISA_H
@@ -29,5 +30,21 @@ void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int64_t endPanel);
 
 } // namespace tfmc::runtime::packed::avx512
+
+namespace tfmc::runtime::packed::amx {
+
+/// avx512::int8Products() on AMX tiles: the same int32 sums.
+void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                  int32_t *acc, int64_t ld, int64_t firstPanel,
+                  int64_t endPanel);
+/// y = x · Wᵀ + bias (no activation) for bfloat16 panels, the columns of
+/// panels [firstPanel, endPanel): `operands` are x's m rows rounded to
+/// bfloat16 pairs (bfloat16Operands(), rows 2 · pairsOf(k) values apart);
+/// output (r, c) goes to y[r · ldy + c - firstColumn].
+void linearBFloat16(const uint16_t *operands, int64_t m, const PackedWeight &w,
+                    const float *bias, float *y, int64_t ldy,
+                    int64_t firstColumn, int64_t firstPanel, int64_t endPanel);
+
+} // namespace tfmc::runtime::packed::amx
 
 #endif // RUNTIME_KERNELS_PACKEDGEMMISA_H

@@ -142,7 +142,7 @@ sumExpAvx512(const float *values, int64_t count, float max) {
 /// TFMC_KERNEL_ISA=avx2 asks for the AVX2 kernels), so the test suite's AVX2
 /// run (tests/e2e/CMakeLists.txt) covers this scan's AVX2 path as well.
 bool haveAvx512() {
-  static const bool ok = packed::preferredIsa() == packed::Isa::Avx512;
+  static const bool ok = packed::avx512Vectors(packed::preferredIsa());
   return ok;
 }
 

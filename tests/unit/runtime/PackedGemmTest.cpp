@@ -31,14 +31,18 @@ struct Shape {
 const Shape kShapes[] = {{16, 8}, {37, 19}, {5, 64}, {100, 33}, {64, 24}};
 
 /// The instruction sets whose kernels this CPU runs (AVX-512 ones only on
-/// such CPUs: elsewhere their tests have nothing to run on).
+/// such CPUs, AMX only where this process got its tiles: elsewhere their
+/// tests have nothing to run on).
 std::vector<packed::Isa> isasHere() {
   std::vector<packed::Isa> isas;
-  for (packed::Isa isa : {packed::Isa::Avx2, packed::Isa::Avx512})
+  for (packed::Isa isa :
+       {packed::Isa::Avx2, packed::Isa::Avx512, packed::Isa::Amx})
     if (packed::runs(isa))
       isas.push_back(isa);
   if (!packed::runs(packed::Isa::Avx512))
     std::printf("note: no AVX-512 VNNI here; only the AVX2 kernels run\n");
+  else if (!packed::runs(packed::Isa::Amx))
+    std::printf("note: no AMX tiles here; their kernels do not run\n");
   return isas;
 }
 
@@ -105,9 +109,14 @@ TEST(PackedGemm, Int8ProductsAreExact) {
   // of ±127 are the largest pair sums vpmaddubsw sees.
   std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
   std::uniform_int_distribution<int> ws(-127, 127);
+  // k of 200 and 256: whole AMX tiles of k (64 values), and 200's two
+  // groups of 4 past them; 16 rows and more: AMX's pairs of row blocks.
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({70, 200});
+  shapes.push_back({130, 256});
   for (packed::Isa isa : isasHere())
-    for (Shape s : kShapes)
-      for (int64_t m = 1; m <= 9; ++m) {
+    for (Shape s : shapes)
+      for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 32, 40}) {
         std::vector<int8_t> w(s.n * s.k);
         for (size_t i = 0; i < w.size(); ++i)
           w[i] = static_cast<int8_t>(i % 7 == 0    ? 127
@@ -151,8 +160,9 @@ TEST(PackedGemm, Int8ProductsIntoBlocks) {
   std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
   std::uniform_int_distribution<int> ws(-127, 127);
   for (packed::Isa isa : isasHere())
-    for (Shape s : {Shape{100, 33}, Shape{37, 19}, Shape{160, 64}})
-      for (int64_t m : {1, 3, 8, 13}) {
+    for (Shape s : {Shape{100, 33}, Shape{37, 19}, Shape{160, 64},
+                    Shape{150, 136}})
+      for (int64_t m : {1, 3, 8, 13, 33}) {
         std::vector<int8_t> w(s.n * s.k);
         for (int8_t &v : w)
           v = static_cast<int8_t>(ws(rng));
@@ -212,6 +222,124 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
       }
 }
 
+/// AMX's int8 tiles give the integer sums of vpdpbusd and of the AVX2
+/// kernels, bit for bit, at the decoder's and the encoder's sizes (row
+/// counts that fill pairs of 16-row blocks, and ones that leave a short
+/// block; k with and without a remainder past the 64-value tiles).
+TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
+  if (!packed::runs(packed::Isa::Amx))
+    GTEST_SKIP() << "needs AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16) and the "
+                    "operating system's leave to use them";
+  std::mt19937 rng(19);
+  std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
+  std::uniform_int_distribution<int> ws(-127, 127);
+  for (Shape s : {Shape{512, 512}, Shape{2048, 512}, Shape{512, 2048},
+                  Shape{1000, 256}, Shape{48, 77}, Shape{33, 100}})
+    for (int64_t m : {1, 5, 16, 17, 23, 32, 48, 64, 100, 256}) {
+      std::vector<int8_t> w(s.n * s.k);
+      for (int8_t &v : w)
+        v = static_cast<int8_t>(ws(rng));
+      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
+      std::vector<uint8_t> x(m * pw.kPadded);
+      for (uint8_t &v : x)
+        v = static_cast<uint8_t>(xs(rng));
+      std::vector<int32_t> vnni(m * s.n, -1), avx2(m * s.n, -2),
+          tiles(m * s.n, -3);
+      packed::int8Products(x.data(), m, pw, avx2.data(), packed::Isa::Avx2);
+      packed::int8Products(x.data(), m, pw, vnni.data(), packed::Isa::Avx512);
+      packed::int8Products(x.data(), m, pw, tiles.data(), packed::Isa::Amx);
+      ASSERT_EQ(tiles, vnni) << "n " << s.n << " k " << s.k << " m " << m;
+      ASSERT_EQ(tiles, avx2) << "n " << s.n << " k " << s.k << " m " << m;
+    }
+}
+
+/// AMX's bfloat16 tiles add each tile's 32 products of k their own way
+/// (PackedGemmAmx.cpp), so their outputs are not vdpbf16ps's bit for bit;
+/// each is within float32 accumulation's error bound of the exact sum (of
+/// the rounded operands: γ(k + 1) · (|b| + Σ|x·w|)), subnormal operands
+/// count as zeros, and an output is the same bits wherever its row sits in
+/// the call (alone, among others, after others), however the columns are
+/// split (threads, blocks), so a sentence's translation does not depend on
+/// its batch.
+TEST(PackedGemm, AmxBFloat16IsBoundedAndIndependentOfItsPlace) {
+  if (!packed::runs(packed::Isa::Amx))
+    GTEST_SKIP() << "needs AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16) and the "
+                    "operating system's leave to use them";
+  std::mt19937 rng(23);
+  for (Shape s : {Shape{512, 512}, Shape{100, 33}, Shape{48, 77},
+                  Shape{130, 70}, Shape{16, 1}, Shape{1000, 256}})
+    for (int64_t m : {1, 3, 16, 17, 33, 64})
+      for (int32_t act : {0, 1}) {
+        std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
+                           b = normal(s.n, rng);
+        for (size_t i = 0; i < x.size(); ++i)
+          if (i % 29 == 5)
+            x[i] = 1e-39f; // subnormal: read as zero
+        std::vector<uint16_t> bits(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          bits[i] = i % 37 == 3 ? uint16_t(0x0042) // subnormal weight
+                                : tfmc::floatToBFloat16(w[i]);
+        packed::PackedWeight pw = packed::packBFloat16(bits.data(), s.n, s.k);
+        std::vector<float> y(m * s.n, NAN), xr(x.size());
+        roundToBFloat16Operands(x.data(), x.size(), xr.data());
+        packed::linear(x.data(), m, pw, b.data(), y.data(), act,
+                       packed::Isa::Amx);
+        const double gamma = (s.k + 2) * std::ldexp(1.0, -24) /
+                             (1 - (s.k + 2) * std::ldexp(1.0, -24));
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t c = 0; c < s.n; ++c) {
+            double exact = b[c], magnitude = std::fabs(b[c]);
+            for (int64_t i = 0; i < s.k; ++i) {
+              double p = double(xr[r * s.k + i]) *
+                         tfmc::bfloat16ToFloat(bfloat16Operand(bits[c * s.k + i]));
+              exact += p;
+              magnitude += std::fabs(p);
+            }
+            if (act == 1)
+              exact = std::max(exact, 0.0);
+            ASSERT_LE(std::fabs(y[r * s.n + c] - exact), gamma * magnitude)
+                << "n " << s.n << " k " << s.k << " m " << m << " at " << r
+                << "," << c << ": " << y[r * s.n + c] << " against " << exact;
+          }
+        // Each row alone; the rows after three others; two threads;
+        // blocks of three panels.
+        for (int64_t r = 0; r < m; ++r) {
+          std::vector<float> alone(s.n);
+          packed::linear(x.data() + r * s.k, 1, pw, b.data(), alone.data(), act,
+                         packed::Isa::Amx);
+          ASSERT_EQ(0, std::memcmp(alone.data(), y.data() + r * s.n,
+                                   s.n * sizeof(float)))
+              << "n " << s.n << " k " << s.k << " m " << m << " row " << r;
+        }
+        std::vector<float> shifted = normal(3 * s.k, rng);
+        shifted.insert(shifted.end(), x.begin(), x.end());
+        std::vector<float> after((m + 3) * s.n), split(m * s.n, NAN);
+        packed::linear(shifted.data(), m + 3, pw, b.data(), after.data(), act,
+                       packed::Isa::Amx);
+        ASSERT_EQ(0, std::memcmp(after.data() + 3 * s.n, y.data(),
+                                 y.size() * sizeof(float)))
+            << "n " << s.n << " k " << s.k << " m " << m << " after 3 rows";
+        packed::linear(x.data(), m, pw, b.data(), split.data(), act,
+                       packed::Isa::Amx, /*threads=*/2);
+        ASSERT_EQ(0, std::memcmp(split.data(), y.data(),
+                                 y.size() * sizeof(float)))
+            << "n " << s.n << " k " << s.k << " m " << m << " two threads";
+        int64_t panels = packed::panelCount(s.n);
+        for (int64_t p = 0; p < panels; p += 3) {
+          int64_t end = std::min(panels, p + 3), ld = 3 * packed::kPanel;
+          std::vector<float> block(m * ld, NAN);
+          packed::linearColumns(x.data(), m, pw, b.data(), block.data(), ld, p,
+                                end, act, packed::Isa::Amx);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t c = p * packed::kPanel;
+                 c < std::min(s.n, end * packed::kPanel); ++c)
+              ASSERT_EQ(0, std::memcmp(&block[r * ld + c - p * packed::kPanel],
+                                       &y[r * s.n + c], sizeof(float)))
+                  << "n " << s.n << " m " << m << " block " << p << " c " << c;
+        }
+      }
+}
+
 /// A bfloat16 layer's every output is exactly the bias, then per pair of k
 /// an FMA of the odd k and one of the even k, on the input rounded to
 /// bfloat16 operands and the weights with their subnormals as zeros
@@ -254,7 +382,10 @@ TEST(PackedGemm, BFloat16SumsArePairsOfFmasOnRoundedInputs) {
           const unsigned saved = _mm_getcsr();
           if (m % 2)
             _mm_setcsr(saved | 0x8040u);
-          packed::linear(x.data(), m, pw, b.data(), y.data(), act, isa);
+          // AMX's tiles add their own way (the test above).
+          packed::Isa vectors =
+              isa == packed::Isa::Amx ? packed::Isa::Avx512 : isa;
+          packed::linear(x.data(), m, pw, b.data(), y.data(), act, vectors);
           _mm_setcsr(saved);
           for (int64_t r = 0; r < m; ++r)
             for (int64_t c = 0; c < s.n; ++c) {

@@ -1,0 +1,360 @@
+//===- PackedGemmAmx.cpp - int8 and bfloat16 panels on AMX tiles ----------===//
+//
+// The int8 and bfloat16 panels (PackedGemm.h) are already in the layout
+// AMX's tile multiplies read their second operand in: a group of 4 int8
+// (or a pair of bfloat16) values of k for each of 16 columns is one
+// 64-byte row, so 16 such rows of a panel, 1 KB, are a B tile as they
+// lie. The rows' operands (int8 codes, or bfloat16 pairs) are A tiles of
+// 16 rows × 64 bytes, read with the rows' stride. Every tile is 16 rows of
+// 64 bytes: C tiles hold 16 rows × 16 columns of int32 sums or float32
+// values. One row block (up to 16 rows) runs up to 4 panels at once (4 C
+// tiles, A, two B tiles in turn); more rows run pairs of row blocks
+// against pairs of panels (4 C, 2 A, 2 B), each B tile feeding two
+// multiplies. A last block of fewer than 16 rows reads its A tiles from a
+// zero-padded copy; a panel's outputs go to a scratch tile where the block
+// is not 16 × 16 wholly inside the output. The k steps past the last whole
+// tile (k not a multiple of 64 int8 values or 32 bfloat16 ones) are added
+// by AVX-512 (vpdpbusd, vdpbf16ps) to what the tiles stored.
+//
+// int8: tdpbusd sums u8 × s8 products into int32 exactly, as vpdpbusd
+// and the AVX2 kernels do, so the outputs are bit for bit theirs.
+// bfloat16: tdpbf16ps multiplies exactly (a bfloat16 product fits
+// float32) but adds a tile's 32 products of k its own way, neither
+// vdpbf16ps's pair by pair nor one rounding per tile (of 256 random sums
+// on a Sapphire Rapids class Xeon, 94 matched vdpbf16ps and 192 a sum of
+// each tile's products rounded once); the results are within float32
+// accumulation's error bound of the exact sum, and every output is
+// computed the same way wherever its row and column sit in a call.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/PackedGemmIsa.h"
+
+#include "runtime/kernels/BFloat16Operands.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace tfmc::runtime;
+using namespace tfmc::runtime::packed;
+
+#define TFMC_AMX                                                               \
+  __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,"       \
+                        "avx512vl,avx512vnni,avx512bf16")))
+
+namespace {
+
+/// Rows of every tile, bytes of each of its rows, and a B tile's bytes.
+constexpr int kTileRows = 16;
+constexpr int64_t kTileRowBytes = 64;
+constexpr int64_t kBTileBytes = kTileRows * kTileRowBytes;
+
+/// LDTILECFG's 64-byte operand, palette 1.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t startRow = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytesPerRow[16] = {};
+  uint8_t rows[16] = {};
+};
+
+/// All eight tiles 16 rows of 64 bytes.
+TFMC_AMX void configureTiles() {
+  static const TileConfig config = [] {
+    TileConfig c;
+    for (int t = 0; t < 8; ++t) {
+      c.bytesPerRow[t] = kTileRowBytes;
+      c.rows[t] = kTileRows;
+    }
+    return c;
+  }();
+  _tile_loadconfig(&config);
+}
+
+/// What the two formats differ in.
+template <bool Brain> struct Format;
+template <> struct Format<false> {
+  using Out = int32_t;
+};
+template <> struct Format<true> {
+  using Out = float;
+};
+
+/// Where a C tile goes: `out` with rows `ld` elements apart.
+template <typename Out> struct Destination {
+  Out *out;
+  int64_t ld;
+};
+
+/// One row block (A in tile 4) against `Panels` (1-4) panels (C in tiles 0
+/// to Panels - 1, B in tiles 5 and 6 in turn), over `chunks` tiles of k.
+/// int8 sums start from zero; bfloat16 values from `start[j]` (each panel's
+/// 16 biases, read as every row of the tile).
+template <bool Brain, int Panels>
+TFMC_AMX void oneRowBlock(const char *a, int64_t lda, const char *const *b,
+                          int64_t chunks, const float *const *start,
+                          const Destination<typename Format<Brain>::Out> *to) {
+  static_assert(Panels >= 1 && Panels <= 4, "four C tiles at most");
+#define TFMC_START(t)                                                          \
+  if constexpr (Brain)                                                         \
+    _tile_loadd(t, start[t], 0);                                               \
+  else                                                                         \
+    _tile_zero(t);
+#define TFMC_PRODUCT(c, a, b)                                                  \
+  if constexpr (Brain)                                                         \
+    _tile_dpbf16ps(c, a, b);                                                   \
+  else                                                                         \
+    _tile_dpbusd(c, a, b);
+  TFMC_START(0)
+  if constexpr (Panels > 1) {
+    TFMC_START(1)
+  }
+  if constexpr (Panels > 2) {
+    TFMC_START(2)
+  }
+  if constexpr (Panels > 3) {
+    TFMC_START(3)
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    _tile_loadd(4, a + c * kTileRowBytes, lda);
+    _tile_loadd(5, b[0] + c * kBTileBytes, kTileRowBytes);
+    TFMC_PRODUCT(0, 4, 5)
+    if constexpr (Panels > 1) {
+      _tile_loadd(6, b[1] + c * kBTileBytes, kTileRowBytes);
+      TFMC_PRODUCT(1, 4, 6)
+    }
+    if constexpr (Panels > 2) {
+      _tile_loadd(5, b[2] + c * kBTileBytes, kTileRowBytes);
+      TFMC_PRODUCT(2, 4, 5)
+    }
+    if constexpr (Panels > 3) {
+      _tile_loadd(6, b[3] + c * kBTileBytes, kTileRowBytes);
+      TFMC_PRODUCT(3, 4, 6)
+    }
+  }
+  using Out = typename Format<Brain>::Out;
+  constexpr int64_t bytes = sizeof(Out);
+  _tile_stored(0, to[0].out, to[0].ld * bytes);
+  if constexpr (Panels > 1)
+    _tile_stored(1, to[1].out, to[1].ld * bytes);
+  if constexpr (Panels > 2)
+    _tile_stored(2, to[2].out, to[2].ld * bytes);
+  if constexpr (Panels > 3)
+    _tile_stored(3, to[3].out, to[3].ld * bytes);
+}
+
+/// Two row blocks (A in tiles 4 and 5) against `Panels` (1 or 2) panels (B
+/// in tiles 6 and 7); C tiles 0, 1 for the first block's panels, 2, 3 for
+/// the second's. `to` lists them in that order.
+template <bool Brain, int Panels>
+TFMC_AMX void twoRowBlocks(const char *a0, const char *a1, int64_t lda,
+                           const char *const *b, int64_t chunks,
+                           const float *const *start,
+                           const Destination<typename Format<Brain>::Out> *to) {
+  static_assert(Panels == 1 || Panels == 2, "two panels at most");
+  if constexpr (Brain) {
+    _tile_loadd(0, start[0], 0);
+    _tile_loadd(2, start[0], 0);
+    if constexpr (Panels > 1) {
+      _tile_loadd(1, start[1], 0);
+      _tile_loadd(3, start[1], 0);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(2);
+    if constexpr (Panels > 1) {
+      _tile_zero(1);
+      _tile_zero(3);
+    }
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    _tile_loadd(4, a0 + c * kTileRowBytes, lda);
+    _tile_loadd(6, b[0] + c * kBTileBytes, kTileRowBytes);
+    _tile_loadd(5, a1 + c * kTileRowBytes, lda);
+    TFMC_PRODUCT(0, 4, 6)
+    TFMC_PRODUCT(2, 5, 6)
+    if constexpr (Panels > 1) {
+      _tile_loadd(7, b[1] + c * kBTileBytes, kTileRowBytes);
+      TFMC_PRODUCT(1, 4, 7)
+      TFMC_PRODUCT(3, 5, 7)
+    }
+  }
+#undef TFMC_PRODUCT
+#undef TFMC_START
+  using Out = typename Format<Brain>::Out;
+  constexpr int64_t bytes = sizeof(Out);
+  if constexpr (Panels > 1) {
+    _tile_stored(0, to[0].out, to[0].ld * bytes);
+    _tile_stored(1, to[1].out, to[1].ld * bytes);
+    _tile_stored(2, to[2].out, to[2].ld * bytes);
+    _tile_stored(3, to[3].out, to[3].ld * bytes);
+  } else {
+    _tile_stored(0, to[0].out, to[0].ld * bytes);
+    _tile_stored(2, to[1].out, to[1].ld * bytes);
+  }
+}
+
+/// The k steps past the tiles' (`from` to `to`, groups of 4 int8 values or
+/// pairs of bfloat16 ones, 64-byte panel rows) added to `rows` × `width`
+/// outputs at `out` (rows `ld` apart), whose operands are `a` (rows `lda`
+/// bytes apart).
+template <bool Brain>
+TFMC_AMX void addTail(const char *a, int64_t lda, int rows, const char *panel,
+                      int64_t from, int64_t to,
+                      typename Format<Brain>::Out *out, int64_t ld,
+                      int64_t width) {
+  const __mmask16 lanes = static_cast<__mmask16>((1u << width) - 1);
+  for (int r = 0; r < rows; ++r) {
+    auto *o = out + r * ld;
+    if constexpr (Brain) {
+      __m512 acc = _mm512_maskz_loadu_ps(lanes, o);
+      for (int64_t s = from; s < to; ++s) {
+        int32_t word;
+        std::memcpy(&word, a + r * lda + s * 4, sizeof(word));
+        acc = _mm512_dpbf16_ps(
+            acc, reinterpret_cast<__m512bh>(_mm512_set1_epi32(word)),
+            reinterpret_cast<__m512bh>(
+                _mm512_loadu_si512(panel + s * kTileRowBytes)));
+      }
+      _mm512_mask_storeu_ps(o, lanes, acc);
+    } else {
+      __m512i acc = _mm512_maskz_loadu_epi32(lanes, o);
+      for (int64_t s = from; s < to; ++s) {
+        int32_t four;
+        std::memcpy(&four, a + r * lda + s * 4, sizeof(four));
+        acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(four),
+                                  _mm512_loadu_si512(panel + s * kTileRowBytes));
+      }
+      _mm512_mask_storeu_epi32(o, lanes, acc);
+    }
+  }
+}
+
+/// out (m × panels' columns, rows `ld` apart, panel firstPanel's first
+/// column at out[0]) = the rows' operands `a` (m rows, `lda` bytes apart,
+/// `steps` k steps of 4 bytes each) times the panels [firstPanel, endPanel)
+/// of `w` (n columns, `steps` 64-byte rows a panel), plus `bias` for
+/// bfloat16.
+template <bool Brain>
+TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
+                  const PackedWeight &w, const float *bias,
+                  typename Format<Brain>::Out *out, int64_t ld,
+                  int64_t firstPanel, int64_t endPanel) {
+  using Out = typename Format<Brain>::Out;
+  const int64_t n = w.n, panelBytes = steps * kTileRowBytes;
+  const int64_t chunks = steps / kTileRows, tailFrom = chunks * kTileRows;
+  const char *all = w.panels();
+  const int64_t rowBlocks = (m + kTileRows - 1) / kTileRows;
+  // The last row block, if short, is read from a copy padded with zero rows.
+  thread_local std::vector<char> padded;
+  const int64_t shortRows = m % kTileRows;
+  if (shortRows) {
+    padded.assign(kTileRows * lda, 0);
+    std::memcpy(padded.data(), a + (m - shortRows) * lda, shortRows * lda);
+  }
+  auto rowBlock = [&](int64_t block) {
+    return shortRows && block == rowBlocks - 1 ? padded.data()
+                                               : a + block * kTileRows * lda;
+  };
+  alignas(64) Out scratch[4][kTileRows * kTileRows];
+  alignas(64) float biases[4][kTileRows];
+  configureTiles();
+  const int64_t perStep = rowBlocks == 1 ? 4 : 2;
+  for (int64_t p = firstPanel; p < endPanel;) {
+    const int panels = static_cast<int>(std::min(perStep, endPanel - p));
+    const char *b[4];
+    const float *start[4];
+    int64_t width[4];
+    for (int j = 0; j < panels; ++j) {
+      int64_t col = (p + j) * kPanel;
+      b[j] = all + (p + j) * panelBytes;
+      width[j] = std::min<int64_t>(kPanel, n - col);
+      if constexpr (Brain) {
+        std::fill(biases[j], biases[j] + kTileRows, 0.0f);
+        std::memcpy(biases[j], bias + col, width[j] * sizeof(float));
+        start[j] = biases[j];
+      }
+    }
+    for (int64_t block = 0; block < rowBlocks;) {
+      const int blocks = rowBlocks - block >= 2 && panels <= 2 ? 2 : 1;
+      // C tiles in order: the first block's panels, then the second's.
+      Destination<Out> to[4];
+      int tiles = 0;
+      for (int i = 0; i < blocks; ++i)
+        for (int j = 0; j < panels; ++j, ++tiles) {
+          int64_t row = (block + i) * kTileRows;
+          bool whole = m - row >= kTileRows && width[j] == kPanel;
+          to[tiles] = whole ? Destination<Out>{out + row * ld +
+                                                   (p + j - firstPanel) * kPanel,
+                                               ld}
+                            : Destination<Out>{scratch[tiles], kTileRows};
+        }
+      const char *a0 = rowBlock(block);
+      if (blocks == 2) {
+        const char *a1 = rowBlock(block + 1);
+        if (panels == 2)
+          twoRowBlocks<Brain, 2>(a0, a1, lda, b, chunks, start, to);
+        else
+          twoRowBlocks<Brain, 1>(a0, a1, lda, b, chunks, start, to);
+      } else {
+        switch (panels) {
+        case 4:
+          oneRowBlock<Brain, 4>(a0, lda, b, chunks, start, to);
+          break;
+        case 3:
+          oneRowBlock<Brain, 3>(a0, lda, b, chunks, start, to);
+          break;
+        case 2:
+          oneRowBlock<Brain, 2>(a0, lda, b, chunks, start, to);
+          break;
+        default:
+          oneRowBlock<Brain, 1>(a0, lda, b, chunks, start, to);
+          break;
+        }
+      }
+      // Blocks that went to scratch: their rows and columns in the output.
+      tiles = 0;
+      for (int i = 0; i < blocks; ++i)
+        for (int j = 0; j < panels; ++j, ++tiles) {
+          int64_t row = (block + i) * kTileRows;
+          int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - row));
+          Out *at = out + row * ld + (p + j - firstPanel) * kPanel;
+          if (to[tiles].out == scratch[tiles])
+            for (int r = 0; r < rows; ++r)
+              std::memcpy(at + r * ld, scratch[tiles] + r * kTileRows,
+                          width[j] * sizeof(Out));
+          if (tailFrom < steps)
+            addTail<Brain>(a + row * lda, lda, rows, b[j], tailFrom, steps, at,
+                           ld, width[j]);
+        }
+      block += blocks;
+    }
+    p += panels;
+  }
+  _tile_release();
+}
+
+} // namespace
+
+void packed::amx::int8Products(const uint8_t *xq, int64_t m,
+                               const PackedWeight &w, int32_t *acc, int64_t ld,
+                               int64_t firstPanel, int64_t endPanel) {
+  if (m == 0 || firstPanel >= endPanel)
+    return;
+  run<false>(reinterpret_cast<const char *>(xq), m, w.kPadded, w.kPadded / 4,
+             w, nullptr, acc, ld, firstPanel, endPanel);
+}
+
+void packed::amx::linearBFloat16(const uint16_t *operands, int64_t m,
+                                 const PackedWeight &w, const float *bias,
+                                 float *y, int64_t ldy, int64_t firstColumn,
+                                 int64_t firstPanel, int64_t endPanel) {
+  if (m == 0 || firstPanel >= endPanel)
+    return;
+  const int64_t pairs = pairsOf(w.k);
+  run<true>(reinterpret_cast<const char *>(operands), m, 4 * pairs, pairs, w,
+            bias, y + (firstPanel * kPanel - firstColumn), ldy, firstPanel,
+            endPanel);
+}
