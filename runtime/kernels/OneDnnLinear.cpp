@@ -464,6 +464,12 @@ const packed::PackedWeight &OneDnn::panels(const void *weight, int64_t n,
 
 const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
                                          int64_t n, int64_t k, PanelType type) {
+  // bfloat16 on AMX tiles: the candidates are computed on the weight's
+  // panels (packed before the lock, which panels() takes too).
+  const packed::PackedWeight *tilePanels =
+      type == PanelType::BF16 && packed::bfloat16Tiles()
+          ? &panels(weight, n, k, type)
+          : nullptr;
   std::lock_guard<std::mutex> lock(mutex);
   std::deque<ShortlistEntry> &entries = shortlists[weight];
   for (const ShortlistEntry &e : entries)
@@ -474,7 +480,8 @@ const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
       : type == PanelType::F16 ? packed::PanelFormat::F16
                                : packed::PanelFormat::F32;
   entries.push_back(
-      {bias, n, k, type, prepareShortlist(weight, format, bias, n, k)});
+      {bias, n, k, type,
+       prepareShortlist(weight, format, bias, n, k, tilePanels)});
   return entries.back().prepared.get();
 }
 

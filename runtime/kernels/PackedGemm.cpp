@@ -597,6 +597,10 @@ thread_local Successors successors;
 
 } // namespace
 
+bool packed::bfloat16Tiles(Isa isa) {
+  return isa == Isa::Amx && runs(Isa::Amx);
+}
+
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
                     const float *bias, float *y, int32_t activation, Isa isa,
                     int threads, bool skipZeros) {
@@ -613,7 +617,7 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
   // bfloat16 panels take the AVX-512 kernel only with vdpbf16ps, and AMX's
   // tiles where the process runs them.
   bool wide = brain ? bfloat16DotRuns(isa) : avx512Vectors(isa);
-  bool tiles = brain && isa == Isa::Amx && runs(Isa::Amx);
+  bool tiles = brain && bfloat16Tiles(isa);
   const int64_t n = w.n, firstColumn = firstPanel * kPanel;
   // Only a call that runs the whole layer on this thread prefetches the
   // next one's start: of a layer cut into column shares (threads here, or

@@ -22,7 +22,10 @@
 // zmm registers and vpdpbusd (PackedGemmAvx512.cpp), with results
 // bit-identical to the AVX2 kernels' (bfloat16 panels take the AVX-512
 // kernel only where the CPU has avx512_bf16, the AVX2 one otherwise);
-// TFMC_KERNEL_ISA=avx2 in the environment keeps the AVX2 kernels.
+// TFMC_KERNEL_ISA=avx2 in the environment keeps the AVX2 kernels. Where
+// the CPU has AMX (and the process its tile state), int8 and bfloat16
+// panels run on tiles instead (PackedGemmAmx.cpp): int8 to the same
+// integer sums, bfloat16 to sums in the tiles' own order.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMM_H
@@ -92,6 +95,11 @@ PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
 PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
 PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
+
+/// Whether linear() runs bfloat16 panels on AMX tiles with `isa` (Amx,
+/// where this process has them): their sums are not vdpbf16ps's bit for
+/// bit (PackedGemmAmx.cpp).
+bool bfloat16Tiles(Isa isa = preferredIsa());
 
 /// Panels [first, end) of share `t` of `threads`: whole pairs of panels
 /// (the AVX-512 tiles take two at a time), so every column is computed by

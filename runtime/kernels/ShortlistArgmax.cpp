@@ -107,6 +107,26 @@ TFMC_AVX2 void exactValues(const void *weight, int64_t k, const float *x,
   std::memcpy(out, acc, sizeof(acc));
 }
 
+/// The listed columns (in increasing order) of one row x (already rounded
+/// to bfloat16 operands) computed on AMX tiles from the weight's panels,
+/// as the full projection computes them (a panel at a time: an output's
+/// bits do not depend on the others computed with it), scanned into
+/// `scan`.
+void tileValues(const packed::PackedWeight &panels, const float *x,
+                const float *bias, const std::vector<int32_t> &ids,
+                const ScanExclusions &excluded, ArgmaxScan &scan) {
+  float values[packed::kPanel];
+  int64_t panel = -1;
+  for (int32_t id : ids) {
+    if (id / packed::kPanel != panel) {
+      panel = id / packed::kPanel;
+      packed::linearColumns(x, 1, panels, bias, values, packed::kPanel, panel,
+                            panel + 1, /*activation=*/0);
+    }
+    scan.add(values + (id - panel * packed::kPanel), id, 1, excluded);
+  }
+}
+
 /// Row c's int8 codes (Quantize.h's rule for weights: scale max|w| / 127,
 /// codes round-half-even(w · 127 / max|w|)) and the sums of squares of the
 /// weight, of its codes times their scale, and of the difference (in
@@ -312,10 +332,13 @@ bool prune(std::vector<Candidate> &list, float threshold) {
 
 std::unique_ptr<ShortlistWeight>
 tfmc::runtime::prepareShortlist(const void *weight, PanelFormat format,
-                                const float *bias, int64_t n, int64_t k) {
+                                const float *bias, int64_t n, int64_t k,
+                                const packed::PackedWeight *panels) {
   if (n <= 0 || k <= 0 || k > kMaxK)
     return nullptr;
   auto sw = std::make_unique<ShortlistWeight>();
+  if (format == PanelFormat::BF16 && packed::bfloat16Tiles())
+    sw->tilePanels = panels;
   sw->n = n;
   sw->k = k;
   sw->weight = weight;
@@ -374,6 +397,9 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
     scans[r] = ArgmaxScan();
   if (m == 0 || firstColumn >= endColumn)
     return true;
+  const bool tiles = w.format == PanelFormat::BF16 && packed::bfloat16Tiles();
+  if (tiles && !w.tilePanels)
+    return false;
   // A bfloat16 layer multiplies its input rounded to bfloat16: bounds and
   // exact values are those of the rounded rows.
   thread_local std::vector<float> rounded;
@@ -460,6 +486,10 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
         ids.push_back(c.id);
     excluded.allowEos = allowEos[r] != 0;
     const float *xr = x + r * k;
+    if (tiles) {
+      tileValues(*w.tilePanels, xr, w.bias, ids, excluded, scans[r]);
+      continue;
+    }
     for (size_t i = 0; i < ids.size(); i += 8) {
       int32_t group[8];
       size_t count = std::min<size_t>(8, ids.size() - i);

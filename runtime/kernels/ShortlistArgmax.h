@@ -19,9 +19,11 @@
 // A - B over the allowed ids of a row, no id whose A + B is below M can be
 // the greatest L; the few that are left (the candidates) are computed
 // again exactly as the float kernels compute them (bias, then one FMA per
-// k in k order, from the weight's own rows) and scanned in id order, so
-// the choice is the one a full scan makes: the same id, and the same value
-// up to the sign of a zero.
+// k in k order, from the weight's own rows; bfloat16 on AMX tiles: their
+// panel through the tiles) and scanned in id order, so the choice is the
+// one a full scan makes: the same id, and the same value up to the sign of
+// a zero. (The tiles' sums of a bfloat16 layer are within the same γ of
+// the exact sum.)
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_SHORTLISTARGMAX_H
@@ -52,14 +54,22 @@ struct ShortlistWeight {
   /// The largest codeNorm, error, biasSlack and |bias|: a row whose bound
   /// could overflow is refused before it is scanned.
   float maxCodeNorm = 0, maxError = 0, maxBiasSlack = 0, maxBias = 0;
+  /// bfloat16 weights where the full projection runs on AMX tiles
+  /// (packed::bfloat16Tiles()): the weight's panels, on which the
+  /// candidates are computed again as the tiles compute them (their sums
+  /// are not the pairs of FMAs of the vector kernels). Without them such a
+  /// shortlist refuses every row (the caller scans the full outputs).
+  const packed::PackedWeight *tilePanels = nullptr;
 };
 
 /// The prepared weight, or null when the weight or bias holds a value that
-/// is not finite (the full scan's rules for NaNs then apply).
-std::unique_ptr<ShortlistWeight> prepareShortlist(const void *weight,
-                                                  packed::PanelFormat format,
-                                                  const float *bias, int64_t n,
-                                                  int64_t k);
+/// is not finite (the full scan's rules for NaNs then apply). `panels`: the
+/// weight's own panels, kept as tilePanels where bfloat16 runs on AMX tiles
+/// (elsewhere unused; may be null).
+std::unique_ptr<ShortlistWeight>
+prepareShortlist(const void *weight, packed::PanelFormat format,
+                 const float *bias, int64_t n, int64_t k,
+                 const packed::PackedWeight *panels = nullptr);
 
 /// For each of x's m rows ([m, k]), the state ArgmaxScan reaches scanning
 /// the outputs of panels [firstPanel, endPanel) from a fresh start

@@ -85,7 +85,7 @@ void expectSameChoices(const Weight &w, const std::vector<float> &bias,
                        const std::vector<int32_t> &allowEos,
                        const std::string &label) {
   std::unique_ptr<ShortlistWeight> sw =
-      prepareShortlist(w.data(), w.format, bias.data(), w.n, w.k);
+      prepareShortlist(w.data(), w.format, bias.data(), w.n, w.k, &w.panels);
   ASSERT_NE(sw, nullptr) << label;
   std::vector<ArgmaxScan> got(m);
   ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, first, end, excluded,
@@ -229,7 +229,8 @@ TEST(ShortlistArgmax, BoundsHoldForEveryOutput) {
           stored[i] = format == PanelFormat::F16
                           ? tfmc::halfToFloat(w.bits[i])
                           : tfmc::bfloat16ToFloat(w.bits[i]);
-      auto sw = prepareShortlist(w.data(), format, bias.data(), s.n, s.k);
+      auto sw =
+          prepareShortlist(w.data(), format, bias.data(), s.n, s.k, &w.panels);
       ASSERT_NE(sw, nullptr) << nameOf(format) << " k " << s.k;
       for (float rowScale : {1.0f, 1e-20f, 1e-38f, 1e12f}) {
         std::vector<float> x = normal(s.k, rng);
@@ -272,7 +273,7 @@ TEST(ShortlistArgmax, BoundsCoverTheFloatKernelsRounding) {
   for (float &b : bias)
     b *= 0.37f;
   Weight w(wv, n, k, PanelFormat::F32);
-  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k, &w.panels);
   ASSERT_NE(sw, nullptr);
   std::vector<float> lower(n), upper(n), y(n);
   ASSERT_TRUE(shortlistBounds(*sw, x.data(), lower.data(), upper.data()));
@@ -388,7 +389,7 @@ TEST(ShortlistArgmax, ExcludedIdsAreNeverChosen) {
   Weight w(wv, n, k, PanelFormat::F32);
   expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), excluded, allowEos,
                     "all columns");
-  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k, &w.panels);
   ASSERT_NE(sw, nullptr);
   std::vector<ArgmaxScan> got(m);
   ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, packed::panelCount(n),
@@ -428,7 +429,7 @@ TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
               nullptr);
   }
   Weight w(wv, n, k, PanelFormat::F32);
-  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k, &w.panels);
   ASSERT_NE(sw, nullptr);
   std::vector<ArgmaxScan> got(m);
   for (float bad : {NAN, INFINITY, 3e38f}) {
@@ -475,3 +476,31 @@ TEST(ShortlistArgmax, PolicyFromTheEnvironment) {
 }
 
 } // namespace
+
+/// bfloat16 where the full projection runs on AMX tiles: a shortlist given
+/// no panels to recompute its candidates on refuses (the caller scans the
+/// full outputs) rather than choose by the vector kernels' sums; elsewhere
+/// it needs none.
+TEST(ShortlistArgmax, BFloat16OnTilesRecomputesOnThePanels) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(31);
+  const int64_t n = 300, k = 96, m = 2;
+  std::vector<float> wv = normal(n * k, rng), bias = normal(n, rng),
+                     x = normal(m * k, rng);
+  Weight w(wv, n, k, PanelFormat::BF16);
+  auto bare = prepareShortlist(w.data(), w.format, bias.data(), n, k);
+  ASSERT_NE(bare, nullptr);
+  EXPECT_EQ(bare->tilePanels, nullptr);
+  std::vector<ArgmaxScan> got(m);
+  std::vector<int32_t> allowEos(m, 1);
+  EXPECT_EQ(shortlistArgmax(*bare, x.data(), m, 0, packed::panelCount(n),
+                            ScanExclusions(), allowEos.data(), got.data()),
+            !packed::bfloat16Tiles());
+  auto withPanels =
+      prepareShortlist(w.data(), w.format, bias.data(), n, k, &w.panels);
+  EXPECT_EQ(withPanels->tilePanels,
+            packed::bfloat16Tiles() ? &w.panels : nullptr);
+  expectSameChoices(w, bias, x, m, 0, packed::panelCount(n), ScanExclusions(),
+                    allowEos, "bf16 on tiles");
+}
