@@ -336,6 +336,26 @@ TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
   _tile_release();
 }
 
+/// Rows of a stripe: more rows run stripe by stripe, each over all the
+/// panels, so that the output rows a panel pair's tiles write stay within
+/// 64 rows (their lines and pages stay cached while the stripe runs; each
+/// stripe streams the panels again, from cache at these sizes). Measured
+/// with 256 rows, one thread, a Sapphire Rapids class Xeon (medians of 3
+/// alternating runs; this host's noise is about 2x): 8,000 × 512 weights
+/// (beam search's output projection) bfloat16 7.0 -> 3.5 ms, int8 2.7 ->
+/// 1.7 ms; 2,048 × 512 and 512 × 2,048 level.
+constexpr int64_t kStripeRows = 64;
+
+template <bool Brain>
+void runStripes(const char *a, int64_t m, int64_t lda, int64_t steps,
+                const PackedWeight &w, const float *bias,
+                typename Format<Brain>::Out *out, int64_t ld,
+                int64_t firstPanel, int64_t endPanel) {
+  for (int64_t r = 0; r < m; r += kStripeRows)
+    run<Brain>(a + r * lda, std::min(kStripeRows, m - r), lda, steps, w, bias,
+               out + r * ld, ld, firstPanel, endPanel);
+}
+
 } // namespace
 
 void packed::amx::int8Products(const uint8_t *xq, int64_t m,
@@ -343,7 +363,7 @@ void packed::amx::int8Products(const uint8_t *xq, int64_t m,
                                int64_t firstPanel, int64_t endPanel) {
   if (m == 0 || firstPanel >= endPanel)
     return;
-  run<false>(reinterpret_cast<const char *>(xq), m, w.kPadded, w.kPadded / 4,
+  runStripes<false>(reinterpret_cast<const char *>(xq), m, w.kPadded, w.kPadded / 4,
              w, nullptr, acc, ld, firstPanel, endPanel);
 }
 
@@ -354,7 +374,7 @@ void packed::amx::linearBFloat16(const uint16_t *operands, int64_t m,
   if (m == 0 || firstPanel >= endPanel)
     return;
   const int64_t pairs = pairsOf(w.k);
-  run<true>(reinterpret_cast<const char *>(operands), m, 4 * pairs, pairs, w,
+  runStripes<true>(reinterpret_cast<const char *>(operands), m, 4 * pairs, pairs, w,
             bias, y + (firstPanel * kPanel - firstColumn), ldy, firstPanel,
             endPanel);
 }

@@ -268,7 +268,7 @@ TEST(PackedGemm, AmxBFloat16IsBoundedAndIndependentOfItsPlace) {
   std::mt19937 rng(23);
   for (Shape s : {Shape{512, 512}, Shape{100, 33}, Shape{48, 77},
                   Shape{130, 70}, Shape{16, 1}, Shape{1000, 256}})
-    for (int64_t m : {1, 3, 16, 17, 33, 64})
+    for (int64_t m : {1, 3, 16, 17, 33, 64, 100})
       for (int32_t act : {0, 1}) {
         std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
                            b = normal(s.n, rng);
