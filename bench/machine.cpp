@@ -7,7 +7,9 @@
 // with N > 1, the vector FMA rate of N threads together against one alone
 // (probeVectorScaling: what N threads can gain at most on this machine);
 // and where the CPU has avx512_bf16, one thread's vdpbf16ps rate on
-// registers alone (the peak of bfloat16 layers).
+// registers alone (the peak of bfloat16 layers on the vector kernels); and
+// where the process has AMX tiles, one thread's tdpbf16ps and tdpbusd rates
+// on tiles alone (the peaks of bfloat16 and int8 layers there).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/MachineProbe.h"
@@ -32,6 +34,9 @@ int main(int argc, char **argv) {
               m.threads, m.sgemmGflops, m.readGBs, m.copyGBs);
   if (double dot = tfmc::runtime::probeBFloat16DotGflops(); dot > 0)
     std::printf(", \"bf16_dot_gflops\": %.1f", dot);
+  if (double tiles = tfmc::runtime::probeTileGflops(false); tiles > 0)
+    std::printf(", \"amx_bf16_gflops\": %.1f, \"amx_int8_gops\": %.1f", tiles,
+                tfmc::runtime::probeTileGflops(true));
   if (m.threads > 1) {
     tfmc::runtime::VectorScaling v =
         tfmc::runtime::probeVectorScaling(m.threads);

@@ -307,6 +307,9 @@ def main():
     for t, lim in limits.items():
         dot = (f", vdpbf16ps {lim['bf16_dot_gflops']:.1f} GFLOP/s (one thread, registers only)"
                if "bf16_dot_gflops" in lim else "")
+        if "amx_bf16_gflops" in lim:
+            dot += (f", AMX tiles bfloat16 {lim['amx_bf16_gflops']:.1f} GFLOP/s and int8 "
+                    f"{lim['amx_int8_gops']:.1f} GOP/s (one thread, tiles only)")
         print(f"machine, {t} thread(s): oneDNN sgemm 1024^3 {lim['sgemm_gflops']:.1f} GFLOP/s, "
               f"read {lim['read_gbs']:.1f} GB/s, copy {lim['copy_gbs']:.1f} GB/s{dot}")
     # What more threads can gain here at most: vector arithmetic, memory
@@ -328,8 +331,18 @@ def main():
     # bfloat16 layers multiply with vdpbf16ps where the CPU has it (not
     # under TFMC_KERNEL_ISA=avx2): their own peak is that instruction's
     # rate, t threads at most t times one thread's.
+    # On AMX hosts (unless TFMC_KERNEL_ISA keeps the tiles out) bfloat16 and
+    # int8 layers run on the tiles: their peaks are the tiles' rates.
+    forced = os.environ.get("TFMC_KERNEL_ISA")
+    tiles = forced not in ("avx2", "avx512")
     dot_peak = {t: t * lim["bf16_dot_gflops"] for t, lim in limits.items()
-                if "bf16_dot_gflops" in lim and os.environ.get("TFMC_KERNEL_ISA") != "avx2"}
+                if "bf16_dot_gflops" in lim and forced != "avx2"}
+    tile_peak = {}
+    if tiles:
+        for t, lim in limits.items():
+            if "amx_bf16_gflops" in lim:
+                dot_peak[t] = t * lim["amx_bf16_gflops"]
+                tile_peak[t] = t * lim["amx_int8_gops"]
     if args.baseline:
         print(f"vs baseline: tokens/s of build/bin/tfmc over those of {args.baseline}, "
               f"runs alternating, medians of {max(1, args.repeats)}; paired: the median "
@@ -376,8 +389,15 @@ def main():
             f"{100 * r['tfmc'] * fpt / 1e9 / dot_peak[r['threads']]:.0f}%"
             for r in rows if r["ct"] == "bfloat16" and r["threads"] in dot_peak]
     if dots:
-        print("tfmc bfloat16 against the vdpbf16ps rate (one thread's on registers "
-              "alone, times the threads): " + ", ".join(dots))
+        print("tfmc bfloat16 against the " + ("AMX tile" if tile_peak else "vdpbf16ps")
+              + " rate (one thread's on registers alone, times the threads): "
+              + ", ".join(dots))
+    ints = [f"batch {r['batch']} threads {r['threads']}: "
+            f"{100 * r['tfmc'] * fpt / 1e9 / tile_peak[r['threads']]:.0f}%"
+            for r in rows if r["ct"] == "int8" and r["threads"] in tile_peak]
+    if ints:
+        print("tfmc int8 against the AMX tile rate (one thread's on registers alone, "
+              "times the threads): " + ", ".join(ints))
 
     # The table's "% sgemm" and bound divide a row's median by the probe
     # taken at the start, minutes before or after most of the row's runs;

@@ -58,14 +58,14 @@ constexpr int kXTileData = 18;
 bool packed::amx::cpuHasTiles() {
   static const bool ok = [] {
     unsigned a, b, c, d;
-    if (!avx512::bfloat16DotAvailable() || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    if (!avx512::bfloat16DotAvailable() ||
+        !__get_cpuid_count(7, 0, &a, &b, &c, &d))
       return false;
     // CPUID.(7,0).EDX: AMX-BF16 (22), AMX-TILE (24), AMX-INT8 (25).
     const unsigned tiles = (1u << 22) | (1u << 24) | (1u << 25);
     // XCR0: XTILECFG (17) and XTILEDATA (18).
     const uint64_t state = (uint64_t(1) << 17) | (uint64_t(1) << kXTileData);
-    return (d & tiles) == tiles &&
-           (enabledStateComponents() & state) == state;
+    return (d & tiles) == tiles && (enabledStateComponents() & state) == state;
   }();
   return ok;
 }
@@ -108,9 +108,7 @@ IsaSupport packed::supportHere() {
 }
 
 Isa packed::isaFor(const char *forced, IsaSupport here, std::string &note) {
-  Isa best = here.amx      ? Isa::Amx
-             : here.avx512 ? Isa::Avx512
-                           : Isa::Avx2;
+  Isa best = here.amx ? Isa::Amx : here.avx512 ? Isa::Avx512 : Isa::Avx2;
   const char *bestName = here.amx ? "amx" : here.avx512 ? "avx512" : "avx2";
   note.clear();
   const bool asked = forced && *forced;

@@ -1,6 +1,7 @@
 //===- MachineProbe.cpp - this host's limits, measured --------------------===//
 #include "runtime/kernels/MachineProbe.h"
 
+#include "runtime/kernels/AmxTiles.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/KernelIsa.h"
 
@@ -104,6 +105,37 @@ dotLoopBF16(int64_t iterations) {
   for (int j = 0; j < 12; ++j)
     sum += _mm512_reduce_add_ps(acc[j]);
   return sum;
+}
+
+/// Four independent tile multiplies a step (C tiles 0-3 from A tiles 4, 5
+/// and B tiles 6, 7, all zeros), `iterations` steps. Operations: iterations
+/// x 4 x 16 x 16 x (32 bfloat16 or 64 int8 products) x 2.
+__attribute__((target("amx-tile,amx-int8,amx-bf16"))) void
+tileLoop(bool int8, int64_t iterations) {
+  amxtiles::configureTiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_zero(6);
+  _tile_zero(7);
+  if (int8)
+    for (int64_t i = 0; i < iterations; ++i) {
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  else
+    for (int64_t i = 0; i < iterations; ++i) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  _tile_release();
 }
 
 /// Runs `work(t)` on `threads` threads (t = 0 on this one), each once all
@@ -221,8 +253,8 @@ VectorScaling tfmc::runtime::probeVectorScaling(int threads, int repeats) {
   VectorScaling out;
   out.threads = std::max(1, threads);
   bool wide = __builtin_cpu_supports("avx512f");
-  if (!wide && !(__builtin_cpu_supports("avx2") &&
-                 __builtin_cpu_supports("fma")))
+  if (!wide &&
+      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
     return out;
   const int64_t iterations = wide ? 20'000'000 : 40'000'000;
   const double flops = double(iterations) * 12 * (wide ? 16 : 8) * 2;
@@ -230,7 +262,8 @@ VectorScaling tfmc::runtime::probeVectorScaling(int threads, int repeats) {
   double alone = 1e30, together = 1e30;
   for (int rep = 0; rep < std::max(1, repeats); ++rep) {
     alone = std::min(alone, fmaSeconds(1, wide, iterations, sink));
-    together = std::min(together, fmaSeconds(out.threads, wide, iterations, sink));
+    together =
+        std::min(together, fmaSeconds(out.threads, wide, iterations, sink));
   }
   out.alone = flops / alone / 1e9;
   out.together = out.threads * flops / together / 1e9;
@@ -255,6 +288,21 @@ double tfmc::runtime::probeBFloat16DotGflops(int repeats) {
   return double(iterations) * 12 * 16 * 4 / best / 1e9;
 }
 
+double tfmc::runtime::probeTileGflops(bool int8, int repeats) {
+  if (!packed::runs(packed::Isa::Amx))
+    return 0;
+  const int64_t iterations = 1'000'000;
+  double best = 1e30;
+  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    tileLoop(int8, iterations);
+    best = std::min(best, std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+  }
+  return double(iterations) * 4 * 16 * 16 * (int8 ? 64 : 32) * 2 / best / 1e9;
+}
+
 MachineLimits tfmc::runtime::probeMachine(const ProbeOptions &options) {
   MachineLimits limits;
   limits.threads = std::max(1, options.threads);
@@ -262,8 +310,8 @@ MachineLimits tfmc::runtime::probeMachine(const ProbeOptions &options) {
   int repeats = std::max(1, options.repeats);
   limits.sgemmGflops = sgemmGflops(repeats);
 
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(options.bandwidthBytes,
-                                                       int64_t(1) << 20));
+  size_t bytes = static_cast<size_t>(
+      std::max<int64_t>(options.bandwidthBytes, int64_t(1) << 20));
   bytes -= bytes % (kReadBlock * limits.threads);
   // Huge pages, aligned, as the weights and KV caches are (PageMemory.h):
   // on 4 KiB pages the hardware prefetchers stop at every page boundary,

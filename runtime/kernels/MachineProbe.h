@@ -59,6 +59,13 @@ VectorScaling probeVectorScaling(int threads, int repeats = 3);
 /// can reach here (PackedGemm.h); 0 without avx512_bf16.
 double probeBFloat16DotGflops(int repeats = 3);
 
+/// GFLOP/s (int8: GOP/s) of one thread's AMX tile multiplies on registers
+/// alone (tdpbf16ps, or tdpbusd with `int8`; four independent 16 × 16
+/// accumulators), best of `repeats` runs of ~0.05 s: the multiply rate the
+/// bfloat16 and int8 layers can reach on AMX's tiles (PackedGemmAmx.cpp);
+/// 0 where this process has no AMX tiles (KernelIsa.h).
+double probeTileGflops(bool int8, int repeats = 3);
+
 /// "cpu: MODEL, ISA" as bench/run.py prints it: the CPU's model name and
 /// the instruction sets the kernels use here (AVX-512 + VNNI, AVX2 + FMA),
 /// with a TFMC_KERNEL_ISA override named.

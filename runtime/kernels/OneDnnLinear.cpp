@@ -479,9 +479,8 @@ const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
       type == PanelType::BF16  ? packed::PanelFormat::BF16
       : type == PanelType::F16 ? packed::PanelFormat::F16
                                : packed::PanelFormat::F32;
-  entries.push_back(
-      {bias, n, k, type,
-       prepareShortlist(weight, format, bias, n, k, tilePanels)});
+  entries.push_back({bias, n, k, type,
+                     prepareShortlist(weight, format, bias, n, k, tilePanels)});
   return entries.back().prepared.get();
 }
 

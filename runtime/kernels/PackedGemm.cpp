@@ -666,8 +666,8 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     first += firstPanel;
     end += firstPanel;
     if (tiles)
-      amx::linearBFloat16(operands, m, w, bias, y, ldy,
-                          firstColumn, first, end);
+      amx::linearBFloat16(operands, m, w, bias, y, ldy, firstColumn, first,
+                          end);
     else if (wide)
       avx512::linear(in, plan, w, bias, y, ldy, firstColumn, first, end, after);
     else if (w.format() == PanelFormat::F16)

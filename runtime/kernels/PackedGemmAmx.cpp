@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/PackedGemmIsa.h"
 
+#include "runtime/kernels/AmxTiles.h"
 #include "runtime/kernels/BFloat16Operands.h"
 
 #include <immintrin.h>
@@ -41,46 +42,21 @@ using namespace tfmc::runtime;
 using namespace tfmc::runtime::packed;
 
 #define TFMC_AMX                                                               \
-  __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,"       \
+  __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,"         \
                         "avx512vl,avx512vnni,avx512bf16")))
 
 namespace {
 
-/// Rows of every tile, bytes of each of its rows, and a B tile's bytes.
-constexpr int kTileRows = 16;
-constexpr int64_t kTileRowBytes = 64;
-constexpr int64_t kBTileBytes = kTileRows * kTileRowBytes;
-
-/// LDTILECFG's 64-byte operand, palette 1.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t startRow = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytesPerRow[16] = {};
-  uint8_t rows[16] = {};
-};
-
-/// All eight tiles 16 rows of 64 bytes.
-TFMC_AMX void configureTiles() {
-  static const TileConfig config = [] {
-    TileConfig c;
-    for (int t = 0; t < 8; ++t) {
-      c.bytesPerRow[t] = kTileRowBytes;
-      c.rows[t] = kTileRows;
-    }
-    return c;
-  }();
-  _tile_loadconfig(&config);
-}
+using amxtiles::configureTiles;
+using amxtiles::kTileRowBytes;
+using amxtiles::kTileRows;
+/// A B tile: 16 of a panel's 64-byte rows.
+constexpr int64_t kBTileBytes = amxtiles::kTileBytes;
 
 /// What the two formats differ in.
 template <bool Brain> struct Format;
-template <> struct Format<false> {
-  using Out = int32_t;
-};
-template <> struct Format<true> {
-  using Out = float;
-};
+template <> struct Format<false> { using Out = int32_t; };
+template <> struct Format<true> { using Out = float; };
 
 /// Where a C tile goes: `out` with rows `ld` elements apart.
 template <typename Out> struct Destination {
@@ -224,8 +200,9 @@ TFMC_AMX void addTail(const char *a, int64_t lda, int rows, const char *panel,
       for (int64_t s = from; s < to; ++s) {
         int32_t four;
         std::memcpy(&four, a + r * lda + s * 4, sizeof(four));
-        acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(four),
-                                  _mm512_loadu_si512(panel + s * kTileRowBytes));
+        acc =
+            _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(four),
+                                _mm512_loadu_si512(panel + s * kTileRowBytes));
       }
       _mm512_mask_storeu_epi32(o, lanes, acc);
     }
@@ -286,10 +263,11 @@ TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
         for (int j = 0; j < panels; ++j, ++tiles) {
           int64_t row = (block + i) * kTileRows;
           bool whole = m - row >= kTileRows && width[j] == kPanel;
-          to[tiles] = whole ? Destination<Out>{out + row * ld +
-                                                   (p + j - firstPanel) * kPanel,
-                                               ld}
-                            : Destination<Out>{scratch[tiles], kTileRows};
+          to[tiles] = whole
+                          ? Destination<Out>{out + row * ld +
+                                                 (p + j - firstPanel) * kPanel,
+                                             ld}
+                          : Destination<Out>{scratch[tiles], kTileRows};
         }
       const char *a0 = rowBlock(block);
       if (blocks == 2) {
@@ -363,8 +341,8 @@ void packed::amx::int8Products(const uint8_t *xq, int64_t m,
                                int64_t firstPanel, int64_t endPanel) {
   if (m == 0 || firstPanel >= endPanel)
     return;
-  runStripes<false>(reinterpret_cast<const char *>(xq), m, w.kPadded, w.kPadded / 4,
-             w, nullptr, acc, ld, firstPanel, endPanel);
+  runStripes<false>(reinterpret_cast<const char *>(xq), m, w.kPadded,
+                    w.kPadded / 4, w, nullptr, acc, ld, firstPanel, endPanel);
 }
 
 void packed::amx::linearBFloat16(const uint16_t *operands, int64_t m,
@@ -374,7 +352,7 @@ void packed::amx::linearBFloat16(const uint16_t *operands, int64_t m,
   if (m == 0 || firstPanel >= endPanel)
     return;
   const int64_t pairs = pairsOf(w.k);
-  runStripes<true>(reinterpret_cast<const char *>(operands), m, 4 * pairs, pairs, w,
-            bias, y + (firstPanel * kPanel - firstColumn), ldy, firstPanel,
-            endPanel);
+  runStripes<true>(reinterpret_cast<const char *>(operands), m, 4 * pairs,
+                   pairs, w, bias, y + (firstPanel * kPanel - firstColumn), ldy,
+                   firstPanel, endPanel);
 }

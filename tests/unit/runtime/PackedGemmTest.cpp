@@ -160,8 +160,8 @@ TEST(PackedGemm, Int8ProductsIntoBlocks) {
   std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
   std::uniform_int_distribution<int> ws(-127, 127);
   for (packed::Isa isa : isasHere())
-    for (Shape s : {Shape{100, 33}, Shape{37, 19}, Shape{160, 64},
-                    Shape{150, 136}})
+    for (Shape s :
+         {Shape{100, 33}, Shape{37, 19}, Shape{160, 64}, Shape{150, 136}})
       for (int64_t m : {1, 3, 8, 13, 33}) {
         std::vector<int8_t> w(s.n * s.k);
         for (int8_t &v : w)
@@ -290,8 +290,9 @@ TEST(PackedGemm, AmxBFloat16IsBoundedAndIndependentOfItsPlace) {
           for (int64_t c = 0; c < s.n; ++c) {
             double exact = b[c], magnitude = std::fabs(b[c]);
             for (int64_t i = 0; i < s.k; ++i) {
-              double p = double(xr[r * s.k + i]) *
-                         tfmc::bfloat16ToFloat(bfloat16Operand(bits[c * s.k + i]));
+              double p =
+                  double(xr[r * s.k + i]) *
+                  tfmc::bfloat16ToFloat(bfloat16Operand(bits[c * s.k + i]));
               exact += p;
               magnitude += std::fabs(p);
             }
@@ -321,8 +322,8 @@ TEST(PackedGemm, AmxBFloat16IsBoundedAndIndependentOfItsPlace) {
             << "n " << s.n << " k " << s.k << " m " << m << " after 3 rows";
         packed::linear(x.data(), m, pw, b.data(), split.data(), act,
                        packed::Isa::Amx, /*threads=*/2);
-        ASSERT_EQ(0, std::memcmp(split.data(), y.data(),
-                                 y.size() * sizeof(float)))
+        ASSERT_EQ(0,
+                  std::memcmp(split.data(), y.data(), y.size() * sizeof(float)))
             << "n " << s.n << " k " << s.k << " m " << m << " two threads";
         int64_t panels = packed::panelCount(s.n);
         for (int64_t p = 0; p < panels; p += 3) {
