@@ -64,6 +64,21 @@ template <typename Out> struct Destination {
   int64_t ld;
 };
 
+// Tile numbers are immediates, so the kernels below spell out each tile's
+// start and multiply through these (Brain: the kernel's template argument).
+/// C tile `t` from its panel's biases (bfloat16) or zero (int8).
+#define TFMC_START(t, bias)                                                    \
+  if constexpr (Brain)                                                         \
+    _tile_loadd(t, bias, 0);                                                   \
+  else                                                                         \
+    _tile_zero(t);
+/// C tile `c` += A tile `a` · B tile `b`.
+#define TFMC_PRODUCT(c, a, b)                                                  \
+  if constexpr (Brain)                                                         \
+    _tile_dpbf16ps(c, a, b);                                                   \
+  else                                                                         \
+    _tile_dpbusd(c, a, b);
+
 /// One row block (A in tile 4) against `Panels` (1-4) panels (C in tiles 0
 /// to Panels - 1, B in tiles 5 and 6 in turn), over `chunks` tiles of k.
 /// int8 sums start from zero; bfloat16 values from `start[j]` (each panel's
@@ -73,25 +88,15 @@ TFMC_AMX void oneRowBlock(const char *a, int64_t lda, const char *const *b,
                           int64_t chunks, const float *const *start,
                           const Destination<typename Format<Brain>::Out> *to) {
   static_assert(Panels >= 1 && Panels <= 4, "four C tiles at most");
-#define TFMC_START(t)                                                          \
-  if constexpr (Brain)                                                         \
-    _tile_loadd(t, start[t], 0);                                               \
-  else                                                                         \
-    _tile_zero(t);
-#define TFMC_PRODUCT(c, a, b)                                                  \
-  if constexpr (Brain)                                                         \
-    _tile_dpbf16ps(c, a, b);                                                   \
-  else                                                                         \
-    _tile_dpbusd(c, a, b);
-  TFMC_START(0)
+  TFMC_START(0, start[0])
   if constexpr (Panels > 1) {
-    TFMC_START(1)
+    TFMC_START(1, start[1])
   }
   if constexpr (Panels > 2) {
-    TFMC_START(2)
+    TFMC_START(2, start[2])
   }
   if constexpr (Panels > 3) {
-    TFMC_START(3)
+    TFMC_START(3, start[3])
   }
   for (int64_t c = 0; c < chunks; ++c) {
     _tile_loadd(4, a + c * kTileRowBytes, lda);
@@ -130,20 +135,11 @@ TFMC_AMX void twoRowBlocks(const char *a0, const char *a1, int64_t lda,
                            const float *const *start,
                            const Destination<typename Format<Brain>::Out> *to) {
   static_assert(Panels == 1 || Panels == 2, "two panels at most");
-  if constexpr (Brain) {
-    _tile_loadd(0, start[0], 0);
-    _tile_loadd(2, start[0], 0);
-    if constexpr (Panels > 1) {
-      _tile_loadd(1, start[1], 0);
-      _tile_loadd(3, start[1], 0);
-    }
-  } else {
-    _tile_zero(0);
-    _tile_zero(2);
-    if constexpr (Panels > 1) {
-      _tile_zero(1);
-      _tile_zero(3);
-    }
+  TFMC_START(0, start[0])
+  TFMC_START(2, start[0])
+  if constexpr (Panels > 1) {
+    TFMC_START(1, start[1])
+    TFMC_START(3, start[1])
   }
   for (int64_t c = 0; c < chunks; ++c) {
     _tile_loadd(4, a0 + c * kTileRowBytes, lda);
