@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/MachineProbe.h"
+#include "runtime/kernels/KernelIsa.h"
 
 #include "gtest/gtest.h"
 
@@ -53,4 +54,17 @@ TEST(MachineProbe, ReadsWithEveryThreadCount) {
     EXPECT_TRUE(std::isfinite(m.readGBs) && m.readGBs > 0) << m.readGBs;
     EXPECT_TRUE(std::isfinite(m.copyGBs) && m.copyGBs > 0) << m.copyGBs;
   }
+}
+
+/// The tile probe measures where this process has AMX tiles (positive and
+/// finite) and reports 0 elsewhere, as bench/run.py reads it.
+TEST(MachineProbe, TileRatesWhereTheTilesRun) {
+  double brain = probeTileGflops(false, 1), int8 = probeTileGflops(true, 1);
+  if (!packed::runs(packed::Isa::Amx)) {
+    EXPECT_EQ(brain, 0);
+    EXPECT_EQ(int8, 0);
+    return;
+  }
+  EXPECT_TRUE(std::isfinite(brain) && brain > 0) << brain;
+  EXPECT_TRUE(std::isfinite(int8) && int8 > 0) << int8;
 }
