@@ -326,7 +326,8 @@ def main():
     print("float16 and bfloat16 stream half the weight bytes of float32, int8 a quarter "
           "(plus per-row scales), and greedy's output projection reads an int8 copy of a "
           "large float weight (the shortlist); the bound column counts those bytes. "
-          "bfloat16 and int8 multiply faster than float32 (vdpbf16ps, vpdpbusd), so "
+          "bfloat16 and int8 multiply faster than float32 (vdpbf16ps, vpdpbusd; AMX's "
+          "tiles where the line above names them), so "
           "their % sgemm can pass 100%.\n")
     # bfloat16 layers multiply with vdpbf16ps where the CPU has it (not
     # under TFMC_KERNEL_ISA=avx2): their own peak is that instruction's
