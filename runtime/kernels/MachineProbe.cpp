@@ -33,6 +33,17 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// The shortest of `repeats` (at least one) timings of `work()`.
+template <typename Work> double bestSeconds(int repeats, Work work) {
+  double best = 1e30;
+  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, secondsSince(start));
+  }
+  return best;
+}
+
 double sgemmGflops(int repeats) {
 #ifdef TFMC_WITH_ONEDNN
   const int64_t n = 1024;
@@ -277,14 +288,8 @@ double tfmc::runtime::probeBFloat16DotGflops(int repeats) {
     return 0;
   const int64_t iterations = 20'000'000;
   volatile float sink = 0;
-  double best = 1e30;
-  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
-    auto start = std::chrono::steady_clock::now();
-    sink = sink + dotLoopBF16(iterations);
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-  }
+  double best =
+      bestSeconds(repeats, [&] { sink = sink + dotLoopBF16(iterations); });
   return double(iterations) * 12 * 16 * 4 / best / 1e9;
 }
 
@@ -292,14 +297,7 @@ double tfmc::runtime::probeTileGflops(bool int8, int repeats) {
   if (!packed::runs(packed::Isa::Amx))
     return 0;
   const int64_t iterations = 1'000'000;
-  double best = 1e30;
-  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
-    auto start = std::chrono::steady_clock::now();
-    tileLoop(int8, iterations);
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-  }
+  double best = bestSeconds(repeats, [&] { tileLoop(int8, iterations); });
   return double(iterations) * 4 * 16 * 16 * (int8 ? 64 : 32) * 2 / best / 1e9;
 }
 

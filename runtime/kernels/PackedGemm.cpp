@@ -646,9 +646,10 @@ void packed::linearColumns(const float *x, int64_t m, const PackedWeight &w,
     bfloat16Operands(x, m, w.k, callerOperands.data());
     const auto *pairs =
         reinterpret_cast<const uint32_t *>(callerOperands.data());
-    // AMX's tiles run every step (no zero steps to skip at their size).
-    planPairTiles(pairs, m, pairsOf(w.k), skipZeros && !tiles, callerPlan,
-                  rowsPerTile);
+    // AMX's tiles take the pairs as they are, every step (no row tiles, no
+    // zero steps to skip at their size): nothing to plan.
+    if (!tiles)
+      planPairTiles(pairs, m, pairsOf(w.k), skipZeros, callerPlan, rowsPerTile);
     in = reinterpret_cast<const float *>(pairs);
     if (!wide) {
       if (callerWidened.size() < size)
