@@ -415,8 +415,7 @@ public:
     rowScales.resize(m);
     const float *in = x.aligned + x.offset;
     for (int64_t r = 0; r < m; ++r)
-      rowScales[r] =
-          quantizeRowU8Avx2(in + r * k, k, xq.data() + r * pw->kPadded);
+      rowScales[r] = quantizeRowU8(in + r * k, k, xq.data() + r * pw->kPadded);
   }
 
   /// The outputs of panels [first, end) in blocks of whole `unit` columns
@@ -439,9 +438,9 @@ public:
       int64_t c0 = p * packed::kPanel,
               count = std::min(n, stop * packed::kPanel) - c0;
       for (int64_t r = 0; r < m; ++r) {
-        dequantizeRowAvx2(acc.data() + r * width, pw->rowSums.data() + c0,
-                          kActivationLevels + 1, rowScales[r], scales + c0,
-                          bias + c0, values.data(), count, /*relu=*/false);
+        dequantizeRow(acc.data() + r * width, pw->rowSums.data() + c0,
+                      kActivationLevels + 1, rowScales[r], scales + c0,
+                      bias + c0, values.data(), count, /*relu=*/false);
         scan(r, values.data(), c0, count);
       }
     }

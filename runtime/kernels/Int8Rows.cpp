@@ -1,6 +1,7 @@
 //===- Int8Rows.cpp - rows of an int8 layer in and out --------------------===//
 #include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/KernelIsa.h"
 #include "runtime/kernels/Quantize.h"
 
 #include <immintrin.h>
@@ -68,8 +69,51 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
   return amax / levels;
 }
 
-/// out[j] = act(float(acc[j] - offset·rowSums[j]) · (xScale · wScale[j]) +
-/// bias[j]) over one output row; AVX2 for none/relu.
+/// quantizeRowU8Avx2 with 16 lanes: the same products x · inv, rounded
+/// half to even by vcvtps2dq, so the same codes and scale.
+__attribute__((target("avx512f"))) float
+tfmc::runtime::quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  __m512 vmax = _mm512_setzero_ps();
+  __mmask16 unordered = 0;
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 lanes = k - i >= 16
+                                ? __mmask16(0xFFFF)
+                                : static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
+    vmax = _mm512_max_ps(vmax, _mm512_castsi512_ps(_mm512_and_si512(
+                                   _mm512_castps_si512(v), magnitude)));
+    unordered |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  }
+  const float amax = _mm512_reduce_max_ps(vmax);
+  if (unordered || std::isinf(amax)) {
+    std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
+    return nonFiniteRowScale();
+  }
+  const float levels = static_cast<float>(kActivationLevels);
+  const __m512 vinv = _mm512_set1_ps(quantizationFactor(levels, amax));
+  const __m512i offset = _mm512_set1_epi32(kActivationLevels + 1);
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 lanes = k - i >= 16
+                                ? __mmask16(0xFFFF)
+                                : static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512i codes =
+        _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(
+                             _mm512_maskz_loadu_ps(lanes, x + i), vinv)),
+                         offset);
+    // Codes are in [1, 127]: truncating to bytes keeps them.
+    _mm512_mask_cvtepi32_storeu_epi8(out + i, lanes, codes);
+  }
+  return amax / levels;
+}
+
+// Dequantizing: out[j] = act(fma(float(acc[j] - offset·rowSums[j]),
+// xScale · wScale[j], bias[j])), one rounding for the product and the bias
+// in every variant and lane, spelled out (fmadd, std::fma): left to the
+// compiler, a multiply and an add were fused in some unrolled copies of the
+// loop and not in others, so a column's value depended on where its block
+// started (until 2026-12-06).
+
 __attribute__((target("avx2,fma"))) void tfmc::runtime::dequantizeRowAvx2(
     const int32_t *acc, const int32_t *rowSums, int32_t offset, float xScale,
     const float *wScale, const float *bias, float *out, int64_t n, bool relu) {
@@ -83,16 +127,50 @@ __attribute__((target("avx2,fma"))) void tfmc::runtime::dequantizeRowAvx2(
             voff, _mm256_loadu_si256(
                       reinterpret_cast<const __m256i *>(rowSums + j))));
     __m256 scale = _mm256_mul_ps(vxs, _mm256_loadu_ps(wScale + j));
-    __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(exact), scale),
-                             _mm256_loadu_ps(bias + j));
+    __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale,
+                               _mm256_loadu_ps(bias + j));
     if (relu)
       v = _mm256_max_ps(zero, v); // a NaN (second operand) stays
     _mm256_storeu_ps(out + j, v);
   }
   for (; j < n; ++j) {
-    float v = static_cast<float>(acc[j] - offset * rowSums[j]) *
-                  (xScale * wScale[j]) +
-              bias[j];
+    float v = std::fma(static_cast<float>(acc[j] - offset * rowSums[j]),
+                       xScale * wScale[j], bias[j]);
     out[j] = relu && v < 0 ? 0.0f : v;
   }
+}
+
+__attribute__((target("avx512f"))) void tfmc::runtime::dequantizeRowAvx512(
+    const int32_t *acc, const int32_t *rowSums, int32_t offset, float xScale,
+    const float *wScale, const float *bias, float *out, int64_t n, bool relu) {
+  const __m512i voff = _mm512_set1_epi32(offset);
+  const __m512 vxs = _mm512_set1_ps(xScale), zero = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 lanes = n - j >= 16
+                                ? __mmask16(0xFFFF)
+                                : static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512i exact = _mm512_sub_epi32(
+        _mm512_maskz_loadu_epi32(lanes, acc + j),
+        _mm512_mullo_epi32(voff, _mm512_maskz_loadu_epi32(lanes, rowSums + j)));
+    __m512 scale = _mm512_mul_ps(vxs, _mm512_maskz_loadu_ps(lanes, wScale + j));
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale,
+                               _mm512_maskz_loadu_ps(lanes, bias + j));
+    if (relu)
+      v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
+    _mm512_mask_storeu_ps(out + j, lanes, v);
+  }
+}
+
+float tfmc::runtime::quantizeRowU8(const float *x, int64_t k, uint8_t *out) {
+  static const bool wide = packed::avx512Vectors(packed::preferredIsa());
+  return wide ? quantizeRowU8Avx512(x, k, out) : quantizeRowU8Avx2(x, k, out);
+}
+
+void tfmc::runtime::dequantizeRow(const int32_t *acc, const int32_t *rowSums,
+                                  int32_t offset, float xScale,
+                                  const float *wScale, const float *bias,
+                                  float *out, int64_t n, bool relu) {
+  static const bool wide = packed::avx512Vectors(packed::preferredIsa());
+  (wide ? dequantizeRowAvx512 : dequantizeRowAvx2)(acc, rowSums, offset, xScale,
+                                                   wScale, bias, out, n, relu);
 }

@@ -18,15 +18,27 @@ namespace tfmc::runtime {
 /// Needs AVX2 (vcvtps2dq rounds half to even like the scalar and loop
 /// kernels).
 float quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out);
+/// The same with AVX-512 (the same codes and scale).
+float quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out);
+/// The variant of preferredIsa()'s vectors (AVX-512 or AVX2; needs AVX2).
+float quantizeRowU8(const float *x, int64_t k, uint8_t *out);
 
-/// out[j] = act(float(acc[j] - offset·rowSums[j]) · (xScale · wScale[j]) +
-/// bias[j]) over n outputs of one row, act none or (`relu`) ReLU. Needs
-/// AVX2 and FMA. Each output depends on its own column only (eight at a
-/// time from the first, the last n % 8 one by one), so a block of columns
-/// starting at a multiple of 8 gets the values of the whole row.
+/// out[j] = act(fma(float(acc[j] - offset·rowSums[j]), xScale · wScale[j],
+/// bias[j])) over n outputs of one row, act none or (`relu`) ReLU. Needs
+/// AVX2 and FMA. Each output depends on its own column only, computed the
+/// same way in every lane and the scalar tail, so any block of columns gets
+/// the values of the whole row, and the variants agree bit for bit.
 void dequantizeRowAvx2(const int32_t *acc, const int32_t *rowSums,
                        int32_t offset, float xScale, const float *wScale,
                        const float *bias, float *out, int64_t n, bool relu);
+/// The same with AVX-512.
+void dequantizeRowAvx512(const int32_t *acc, const int32_t *rowSums,
+                         int32_t offset, float xScale, const float *wScale,
+                         const float *bias, float *out, int64_t n, bool relu);
+/// The variant of preferredIsa()'s vectors (AVX-512 or AVX2; needs AVX2).
+void dequantizeRow(const int32_t *acc, const int32_t *rowSums, int32_t offset,
+                   float xScale, const float *wScale, const float *bias,
+                   float *out, int64_t n, bool relu);
 
 } // namespace tfmc::runtime
 

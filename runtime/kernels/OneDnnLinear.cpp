@@ -362,7 +362,7 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
       int8_t *row = q.data() + r * ldq;
       if (avx2) {
         rowScales[r] =
-            quantizeRowU8Avx2(in + r * k, k, reinterpret_cast<uint8_t *>(row));
+            quantizeRowU8(in + r * k, k, reinterpret_cast<uint8_t *>(row));
         continue;
       }
       rowScales[r] =
@@ -411,9 +411,9 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
       const int32_t *a = acc.data() + r * n;
       float *o = out + r * n;
       if (vectorEpilogue) {
-        dequantizeRowAvx2(a, rowSums, offset, rowScales[r], scales, bias, o, n,
-                          activation ==
-                              static_cast<int32_t>(KernelActivation::Relu));
+        dequantizeRow(a, rowSums, offset, rowScales[r], scales, bias, o, n,
+                      activation ==
+                          static_cast<int32_t>(KernelActivation::Relu));
         continue;
       }
       for (int64_t j = 0; j < n; ++j) {

@@ -155,6 +155,102 @@ TEST(Quantize, RowsThatAreNotNumbersGiveANaNScaleAndZeroCodes) {
     }
 }
 
+/// Whether the AVX-512 variants run here.
+bool avx512Here() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+}
+
+TEST(Quantize, TheAvx512QuantizerGivesTheAvx2CodesAndScale) {
+  if (!avx512Here())
+    GTEST_SKIP() << "no AVX-512 here";
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  for (int64_t k : {1, 7, 15, 16, 17, 31, 32, 33, 64, 71, 512, 2048})
+    for (int variant = 0; variant < 5; ++variant) {
+      std::vector<float> x(k);
+      for (float &v : x)
+        v = normal(rng) * (variant == 1 ? 1e-30f : 1.0f);
+      if (variant == 2)
+        std::fill(x.begin(), x.end(), 0.0f);
+      if (variant == 3)
+        x[k - 1] = nan; // in the masked tail where k % 16
+      if (variant == 4)
+        x[k / 2] = -inf;
+      // Values exactly halfway between two codes (round half to even).
+      if (variant == 0 && k > 4) {
+        x[0] = 1.0f;
+        x[1] = 1.5f / kActivationLevels;
+        x[2] = -2.5f / kActivationLevels;
+      }
+      std::vector<uint8_t> narrow(k, 1), wide(k, 2);
+      float s2 = quantizeRowU8Avx2(x.data(), k, narrow.data());
+      float s5 = quantizeRowU8Avx512(x.data(), k, wide.data());
+      if (std::isnan(s2))
+        EXPECT_TRUE(std::isnan(s5)) << k << " " << variant;
+      else
+        EXPECT_EQ(s2, s5) << k << " " << variant;
+      EXPECT_EQ(narrow, wide) << k << " " << variant;
+    }
+}
+
+TEST(Quantize, DequantizedColumnsDoNotDependOnTheirBlock) {
+  // A column's output is fma(float(exact), xScale · wScale, bias) wherever
+  // its block starts and however many columns the call has (greedy's
+  // fused projection dequantizes blocks of a row that the plain layer
+  // dequantizes whole), in both variants. Until 2026-12-06 the compiler
+  // fused the multiply and add in some unrolled copies of the AVX2 loop
+  // and not in others: 2,661 of these comparisons differed.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> sums(-3000000, 3000000);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n = 203;
+  std::vector<int32_t> acc(n), rowSums(n);
+  std::vector<float> wScale(n), bias(n);
+  for (int64_t j = 0; j < n; ++j) {
+    acc[j] = sums(rng);
+    rowSums[j] = sums(rng) / 1000;
+    wScale[j] = std::fabs(normal(rng)) * 0.01f;
+    bias[j] = normal(rng);
+  }
+  const float xScale = 0.0123f;
+  const int32_t offset = kActivationLevels + 1;
+  using Dequantize =
+      void (*)(const int32_t *, const int32_t *, int32_t, float, const float *,
+               const float *, float *, int64_t, bool);
+  std::vector<Dequantize> variants;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    variants.push_back(dequantizeRowAvx2);
+  if (avx512Here())
+    variants.push_back(dequantizeRowAvx512);
+  if (variants.empty())
+    GTEST_SKIP() << "no AVX2 here";
+  for (bool relu : {false, true}) {
+    std::vector<float> expected(n);
+    for (int64_t j = 0; j < n; ++j) {
+      float v = std::fma(static_cast<float>(acc[j] - offset * rowSums[j]),
+                         xScale * wScale[j], bias[j]);
+      expected[j] = relu && v < 0 ? 0.0f : v;
+    }
+    for (Dequantize dequantize : variants)
+      for (int64_t start = 0; start < n; start += 3)
+        for (int64_t count : {int64_t(1), int64_t(5), int64_t(8), int64_t(13),
+                              int64_t(16), int64_t(40), n - start}) {
+          if (start + count > n)
+            continue;
+          std::vector<float> out(count);
+          dequantize(acc.data() + start, rowSums.data() + start, offset, xScale,
+                     wScale.data() + start, bias.data() + start, out.data(),
+                     count, relu);
+          for (int64_t j = 0; j < count; ++j)
+            ASSERT_EQ(std::memcmp(&out[j], &expected[start + j], 4), 0)
+                << "column " << start + j << " in a block from " << start
+                << " of " << count << (relu ? ", relu" : "");
+        }
+  }
+}
+
 TEST(Quantize, ActivationsSaturateAtTheLevels) {
   // The row's largest magnitude maps to ±levels; nothing lies beyond.
   std::vector<float> x = {1e30f, -1e30f, 5e29f, 1.0f};
