@@ -301,13 +301,22 @@ PackedWeight packed::packInt8(const int8_t *w, int64_t n, int64_t k) {
   p.kPadded = (k + 3) / 4 * 4;
   p.i8.assign(panelCount(n) * kPanel * p.kPadded, 0);
   p.rowSums.assign(n, 0);
+  // Row `row` of w is column j of its panel: its group of 4 values of k
+  // number g is the 4 bytes at g · 64 + j · 4 (a k not a multiple of 4
+  // leaves the last group's other bytes zero).
+  const int64_t whole = k / 4;
   for (int64_t row = 0; row < n; ++row) {
-    int8_t *panel = p.i8.data() + (row / kPanel) * kPanel * p.kPadded;
-    int64_t j = row % kPanel;
-    for (int64_t c = 0; c < k; ++c) {
-      panel[(c / 4) * 64 + j * 4 + c % 4] = w[row * k + c];
-      p.rowSums[row] += w[row * k + c];
-    }
+    int8_t *column =
+        p.i8.data() + (row / kPanel) * kPanel * p.kPadded + (row % kPanel) * 4;
+    const int8_t *from = w + row * k;
+    for (int64_t g = 0; g < whole; ++g)
+      std::memcpy(column + g * 64, from + g * 4, 4);
+    for (int64_t c = whole * 4; c < k; ++c)
+      column[whole * 64 + c % 4] = from[c];
+    int32_t sum = 0;
+    for (int64_t c = 0; c < k; ++c)
+      sum += from[c];
+    p.rowSums[row] = sum;
   }
   return p;
 }
@@ -540,11 +549,15 @@ PackedWeight packed::packBFloat16(const uint16_t *w, int64_t n, int64_t k) {
   const int64_t pairs = pairsOf(k);
   p.f16.assign(panelCount(n) * kPanel * 2 * pairs, 0);
   for (int64_t row = 0; row < n; ++row) {
-    uint16_t *panel = p.f16.data() + (row / kPanel) * kPanel * 2 * pairs;
-    int64_t j = row % kPanel;
-    for (int64_t c = 0; c < k; ++c)
-      panel[(c / 2) * 2 * kPanel + j * 2 + c % 2] =
-          bfloat16Operand(w[row * k + c]);
+    uint16_t *column =
+        p.f16.data() + (row / kPanel) * kPanel * 2 * pairs + (row % kPanel) * 2;
+    const uint16_t *from = w + row * k;
+    for (int64_t i = 0; 2 * i + 1 < k; ++i) {
+      column[i * 2 * kPanel] = bfloat16Operand(from[2 * i]);
+      column[i * 2 * kPanel + 1] = bfloat16Operand(from[2 * i + 1]);
+    }
+    if (k % 2)
+      column[(k / 2) * 2 * kPanel] = bfloat16Operand(from[k - 1]);
   }
   return p;
 }

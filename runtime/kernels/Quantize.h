@@ -38,7 +38,17 @@ struct QuantizedMatrix {
   std::vector<float> scales;
 };
 
+/// Quantizes each row of w (finite values) by the int8 weight rule above,
+/// with AVX-512 or AVX2 where the CPU has them.
 QuantizedMatrix quantizeRows(const float *w, int64_t rows, int64_t cols);
+/// The same in plain scalar code, one value at a time (what the vector
+/// variants are tested against).
+QuantizedMatrix quantizeRowsScalar(const float *w, int64_t rows, int64_t cols);
+
+/// `count` floats rounded to float16 (floatToHalf's bits: nearest, ties to
+/// even, subnormals kept; values beyond the range become infinities, so
+/// callers refuse them first), with F16C where the CPU has it.
+void roundToHalves(const float *x, int64_t count, uint16_t *out);
 
 /// The scale of an activation row that holds a NaN or an infinity: its
 /// codes are all 0 and its scale NaN, so every output of the row is NaN, as

@@ -59,10 +59,11 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
     case ArgSpec::Element::F16: {
       if (halves.count(arg.name))
         break;
-      pages::Vector<uint16_t> data;
-      data.reserve(elements);
+      pages::Vector<uint16_t> data(elements);
+      uint16_t *to = data.data();
       for (const frontend::TensorView *v : views) {
-        for (int64_t i = 0; i < v->numElements(); ++i) {
+        const int64_t count = v->numElements();
+        for (int64_t i = 0; i < count; ++i)
           if (std::fabs(v->data[i]) > tfmc::kHalfMax)
             return llvm::createStringError(
                 llvm::inconvertibleErrorCode(),
@@ -71,8 +72,8 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
                               "--compute-type float32 or int8",
                               model.weights->path(), v->name, i, v->data[i])
                     .str());
-          data.push_back(tfmc::floatToHalf(v->data[i]));
-        }
+        roundToHalves(v->data, count, to);
+        to += count;
       }
       halves[arg.name] = std::move(data);
       break;
@@ -81,11 +82,14 @@ llvm::Error WeightStore::prepare(const CompiledFunction &fn) {
       // The float32 range: nothing to refuse, every value rounds.
       if (bfloats.count(arg.name))
         break;
-      pages::Vector<uint16_t> data;
-      data.reserve(elements);
-      for (const frontend::TensorView *v : views)
-        for (int64_t i = 0; i < v->numElements(); ++i)
-          data.push_back(tfmc::floatToBFloat16(v->data[i]));
+      pages::Vector<uint16_t> data(elements);
+      uint16_t *to = data.data();
+      for (const frontend::TensorView *v : views) {
+        const int64_t count = v->numElements();
+        for (int64_t i = 0; i < count; ++i)
+          to[i] = tfmc::floatToBFloat16(v->data[i]);
+        to += count;
+      }
       bfloats[arg.name] = std::move(data);
       break;
     }

@@ -42,6 +42,39 @@ TEST(Quantize, RowScalesAreMaxAbsOver127) {
   EXPECT_EQ(q.values[7], 0); // 0.2 rounds to 0
 }
 
+TEST(Quantize, WeightRowsGetTheScalarCodesOnEveryCpu) {
+  // quantizeRows runs AVX-512 or AVX2 code where the CPU has it; its codes
+  // and scales are the scalar definition's, including values exactly
+  // halfway between two codes (rounded half to even), rows of zeros, rows
+  // too small to scale and every length of a vector tail.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t cols : {1, 3, 8, 15, 16, 17, 33, 512, 515})
+    for (int variant = 0; variant < 4; ++variant) {
+      const int64_t rows = 5;
+      std::vector<float> w(rows * cols);
+      for (float &v : w)
+        v = normal(rng) * (variant == 1 ? 1e-39f : 0.05f);
+      if (variant == 2)
+        std::fill(w.begin() + cols, w.begin() + 2 * cols, 0.0f);
+      if (variant == 3)
+        for (int64_t r = 0; r < rows; ++r) {
+          // max 127 · 2^-4, so inv is 16 and x · inv is exact: halves.
+          w[r * cols] = 127.0f / 16;
+          for (int64_t c = 1; c < cols; ++c)
+            w[r * cols + c] = (static_cast<float>(c % 50) - 24.5f) / 16;
+        }
+      QuantizedMatrix fast = quantizeRows(w.data(), rows, cols);
+      QuantizedMatrix plain = quantizeRowsScalar(w.data(), rows, cols);
+      EXPECT_EQ(fast.scales, plain.scales) << cols << " " << variant;
+      EXPECT_EQ(fast.values, plain.values) << cols << " " << variant;
+      if (variant == 3 && cols > 2) {
+        EXPECT_EQ(plain.values[1], -24); // -23.5 and -24.5 round to -24
+        EXPECT_EQ(plain.values[2], -22); // -22.5 rounds to -22
+      }
+    }
+}
+
 TEST(Quantize, RoundTripErrorIsAtMostHalfAStep) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.3f);
@@ -272,6 +305,32 @@ TEST(Quantize, HalfRoundTripsEveryHalfValue) {
       continue;
     }
     EXPECT_EQ(tfmc::floatToHalf(f), h) << "half 0x" << std::hex << h;
+  }
+}
+
+TEST(Quantize, RoundingRowsToHalvesGivesFloatToHalfsBits) {
+  // roundToHalves (F16C where the CPU has it) against floatToHalf, around
+  // every finite half: the half itself, a float ulp either side, the
+  // midpoint to the next half (a tie) and a float ulp either side of it,
+  // in runs whose lengths leave every vector tail.
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f = tfmc::halfToFloat(static_cast<uint16_t>(h));
+    if (!std::isfinite(f) || std::fabs(f) >= tfmc::kHalfMax)
+      continue;
+    float next = tfmc::halfToFloat(static_cast<uint16_t>(h + 1));
+    float mid = f + (next - f) / 2;
+    for (float v : {f, std::nextafter(f, -1e9f), std::nextafter(f, 1e9f), mid,
+                    std::nextafter(mid, -1e9f), std::nextafter(mid, 1e9f)})
+      x.push_back(v);
+  }
+  std::vector<uint16_t> out(x.size());
+  for (size_t start = 0; start < x.size(); start += 4099) {
+    size_t count = std::min<size_t>(4099 - start % 7, x.size() - start);
+    roundToHalves(x.data() + start, static_cast<int64_t>(count),
+                  out.data() + start);
+    for (size_t i = start; i < start + count; ++i)
+      ASSERT_EQ(out[i], tfmc::floatToHalf(x[i])) << x[i];
   }
 }
 
