@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 using namespace tfmc::runtime;
 
@@ -23,24 +25,39 @@ quantize8(const float *p, __m256 inv, __m256i offset) {
 /// AVX2: vcvtps2dq rounds half to even like the scalar and loop kernels.
 __attribute__((target("avx2"))) float
 tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
-  const __m256 signMask = _mm256_set1_ps(-0.0f);
-  __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();
+  // max |x| as in largestMagnitudeAvx512: the magnitudes' bits as unsigned
+  // integers (NaNs above infinity), four vectors at a time.
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
   int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    __m256 v = _mm256_loadu_ps(x + i);
-    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(signMask, v));
-    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  auto bitsAt = [ x, magnitude ](int64_t at) __attribute__((target("avx2"))) {
+    return _mm256_and_si256(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + at)),
+        magnitude);
+  };
+  for (; i + 32 <= k; i += 32) {
+    m0 = _mm256_max_epu32(m0, bitsAt(i));
+    m1 = _mm256_max_epu32(m1, bitsAt(i + 8));
+    m2 = _mm256_max_epu32(m2, bitsAt(i + 16));
+    m3 = _mm256_max_epu32(m3, bitsAt(i + 24));
   }
-  float lanes[8];
-  _mm256_storeu_ps(lanes, vmax);
-  float amax = 0;
-  for (float l : lanes)
-    amax = std::max(amax, l);
-  bool nan = _mm256_movemask_ps(unordered) != 0;
+  for (; i + 8 <= k; i += 8)
+    m0 = _mm256_max_epu32(m0, bitsAt(i));
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(
+      reinterpret_cast<__m256i *>(lanes),
+      _mm256_max_epu32(_mm256_max_epu32(m0, m1), _mm256_max_epu32(m2, m3)));
+  uint32_t largest = 0;
+  for (uint32_t l : lanes)
+    largest = std::max(largest, l);
   for (; i < k; ++i) {
-    amax = std::max(amax, std::fabs(x[i]));
-    nan |= std::isnan(x[i]);
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof(bits));
+    largest = std::max(largest, bits & 0x7FFFFFFFu);
   }
+  const bool nan = largest > 0x7F800000u;
+  float amax;
+  std::memcpy(&amax, &largest, sizeof(amax));
   if (nan || std::isinf(amax)) {
     // Codes 0 (stored as levels + 1), and outputs NaN (Quantize.h).
     std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
@@ -69,31 +86,76 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
   return amax / levels;
 }
 
-/// quantizeRowU8Avx2 with 16 lanes: the same products x · inv, rounded
-/// half to even by vcvtps2dq, so the same codes and scale.
+/// max |x[i]| over k floats, NaN if any is a NaN: the magnitudes' bits
+/// compared as unsigned integers (the order of non-negative floats, with
+/// infinity above every number and NaNs above infinity), four vectors at a
+/// time so that the maxima do not wait for one another.
 __attribute__((target("avx512f"))) float
-tfmc::runtime::quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out) {
+tfmc::runtime::largestMagnitudeAvx512(const float *x, int64_t k) {
   const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
-  __m512 vmax = _mm512_setzero_ps();
-  __mmask16 unordered = 0;
-  for (int64_t i = 0; i < k; i += 16) {
+  __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 64 <= k; i += 64) {
+    m0 = _mm512_max_epu32(
+        m0, _mm512_and_si512(_mm512_loadu_si512(x + i), magnitude));
+    m1 = _mm512_max_epu32(
+        m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 16), magnitude));
+    m2 = _mm512_max_epu32(
+        m2, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), magnitude));
+    m3 = _mm512_max_epu32(
+        m3, _mm512_and_si512(_mm512_loadu_si512(x + i + 48), magnitude));
+  }
+  for (; i < k; i += 16) {
     const __mmask16 lanes = k - i >= 16
                                 ? __mmask16(0xFFFF)
                                 : static_cast<__mmask16>((1u << (k - i)) - 1);
-    __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
-    vmax = _mm512_max_ps(vmax, _mm512_castsi512_ps(_mm512_and_si512(
-                                   _mm512_castps_si512(v), magnitude)));
-    unordered |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    m0 = _mm512_max_epu32(
+        m0,
+        _mm512_and_si512(_mm512_maskz_loadu_epi32(lanes, x + i), magnitude));
   }
-  const float amax = _mm512_reduce_max_ps(vmax);
-  if (unordered || std::isinf(amax)) {
+  uint32_t largest = _mm512_reduce_max_epu32(
+      _mm512_max_epu32(_mm512_max_epu32(m0, m1), _mm512_max_epu32(m2, m3)));
+  if (largest > 0x7F800000u)
+    return std::numeric_limits<float>::quiet_NaN();
+  float amax;
+  std::memcpy(&amax, &largest, sizeof(amax));
+  return amax;
+}
+
+/// quantizeRowU8Avx2 with 16 lanes: the same products x · inv, rounded
+/// half to even by vcvtps2dq, so the same codes and scale.
+__attribute__((target("avx512f,avx512bw"))) float
+tfmc::runtime::quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out) {
+  const float amax = largestMagnitudeAvx512(x, k);
+  if (std::isnan(amax) || std::isinf(amax)) {
     std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
     return nonFiniteRowScale();
   }
   const float levels = static_cast<float>(kActivationLevels);
   const __m512 vinv = _mm512_set1_ps(quantizationFactor(levels, amax));
   const __m512i offset = _mm512_set1_epi32(kActivationLevels + 1);
-  for (int64_t i = 0; i < k; i += 16) {
+  // 64 values at a time: int32 -> int16 -> uint8 (codes in [1, 127]); the
+  // packs interleave 128-bit lanes (lane L of the result holds the four
+  // vectors' lanes L), a permutation of dwords restores the order.
+  const __m512i order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  int64_t i = 0;
+  for (; i + 64 <= k; i += 64) {
+    __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
+    __m512i b =
+        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16), vinv));
+    __m512i c =
+        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 32), vinv));
+    __m512i d =
+        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 48), vinv));
+    __m512i bytes =
+        _mm512_packus_epi16(_mm512_packs_epi32(_mm512_add_epi32(a, offset),
+                                               _mm512_add_epi32(b, offset)),
+                            _mm512_packs_epi32(_mm512_add_epi32(c, offset),
+                                               _mm512_add_epi32(d, offset)));
+    _mm512_storeu_si512(out + i, _mm512_permutexvar_epi32(order, bytes));
+  }
+  for (; i < k; i += 16) {
     const __mmask16 lanes = k - i >= 16
                                 ? __mmask16(0xFFFF)
                                 : static_cast<__mmask16>((1u << (k - i)) - 1);

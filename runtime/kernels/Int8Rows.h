@@ -18,6 +18,8 @@ namespace tfmc::runtime {
 /// Needs AVX2 (vcvtps2dq rounds half to even like the scalar and loop
 /// kernels).
 float quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out);
+/// max |x[i]| over k floats, or NaN where one is a NaN. Needs AVX-512.
+float largestMagnitudeAvx512(const float *x, int64_t k);
 /// The same with AVX-512 (the same codes and scale).
 float quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out);
 /// The variant of preferredIsa()'s vectors (AVX-512 or AVX2; needs AVX2).

@@ -418,8 +418,9 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
       }
       for (int64_t j = 0; j < n; ++j) {
         int32_t exact = a[j] - offset * rowSums[j];
-        float v =
-            static_cast<float>(exact) * (rowScales[r] * scales[j]) + bias[j];
+        // One rounding for the product and the bias, as dequantizeRow.
+        float v = std::fma(static_cast<float>(exact), rowScales[r] * scales[j],
+                           bias[j]);
         o[j] = activate(v, activation);
       }
     }

@@ -2,6 +2,7 @@
 #include "runtime/kernels/Quantize.h"
 
 #include "frontends/model/Float16.h"
+#include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/KernelIsa.h"
 
 #include <immintrin.h>
@@ -33,19 +34,11 @@ float quantizeWeightRow(const float *row, int64_t cols, int8_t *out) {
 
 __attribute__((target("avx512f"))) float
 quantizeWeightRowAvx512(const float *row, int64_t cols, int8_t *out) {
-  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
   auto lanesAt = [cols](int64_t c) {
     return cols - c >= 16 ? __mmask16(0xFFFF)
                           : static_cast<__mmask16>((1u << (cols - c)) - 1);
   };
-  __m512 vmax = _mm512_setzero_ps();
-  for (int64_t c = 0; c < cols; c += 16)
-    vmax = _mm512_max_ps(
-        vmax,
-        _mm512_castsi512_ps(_mm512_and_si512(
-            _mm512_castps_si512(_mm512_maskz_loadu_ps(lanesAt(c), row + c)),
-            magnitude)));
-  const float amax = _mm512_reduce_max_ps(vmax);
+  const float amax = largestMagnitudeAvx512(row, cols);
   const __m512 inv = _mm512_set1_ps(quantizationFactor(127.0f, amax));
   const __m512i low = _mm512_set1_epi32(-127), high = _mm512_set1_epi32(127);
   for (int64_t c = 0; c < cols; c += 16) {

@@ -190,7 +190,8 @@ TEST(Quantize, RowsThatAreNotNumbersGiveANaNScaleAndZeroCodes) {
 
 /// Whether the AVX-512 variants run here.
 bool avx512Here() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2");
 }
 
 TEST(Quantize, TheAvx512QuantizerGivesTheAvx2CodesAndScale) {
