@@ -355,7 +355,6 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
     thread_local std::vector<int32_t> acc;
     q.resize(m * ldq);
     rowScales.resize(m);
-    acc.resize(m * n);
     const float *in = x.aligned + x.offset;
     bool avx2 = haveAvx2();
     for (int64_t r = 0; r < m; ++r) {
@@ -371,6 +370,23 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
         row[i] = static_cast<int8_t>(row[i] + kActivationLevels + 1);
     }
     const auto *xq = reinterpret_cast<const uint8_t *>(q.data());
+    const float *scales = wScale.aligned + wScale.offset;
+    const float *bias = b.aligned + b.offset;
+    float *out = y.aligned + y.offset;
+    const int32_t offset = kActivationLevels + 1;
+    bool vectorEpilogue =
+        avx2 && (activation == static_cast<int32_t>(KernelActivation::None) ||
+                 activation == static_cast<int32_t>(KernelActivation::Relu));
+    bool relu = activation == static_cast<int32_t>(KernelActivation::Relu);
+    if (usePanels && !team && vectorEpilogue) {
+      // Products and outputs in one pass (on AMX, tile by tile): no [m, n]
+      // block of sums to write and read back.
+      packed::int8Linear(xq, m, *panelWeight,
+                         {rowScales.data(), scales, bias, offset, relu, out, n},
+                         packed::preferredIsa(), packedThreads(m, n, k));
+      return;
+    }
+    acc.resize(m * n);
     // The members share only the integer products (each applies its own
     // rows' scales, bias and activation), so the weight and its scales
     // name the layer.
@@ -400,20 +416,12 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
                                     {DNNL_ARG_SCRATCHPAD, scratchpad}});
       stream.wait();
     }
-    const float *scales = wScale.aligned + wScale.offset;
-    const float *bias = b.aligned + b.offset;
-    float *out = y.aligned + y.offset;
-    const int32_t offset = kActivationLevels + 1;
-    bool vectorEpilogue =
-        avx2 && (activation == static_cast<int32_t>(KernelActivation::None) ||
-                 activation == static_cast<int32_t>(KernelActivation::Relu));
     for (int64_t r = 0; r < m; ++r) {
       const int32_t *a = acc.data() + r * n;
       float *o = out + r * n;
       if (vectorEpilogue) {
         dequantizeRow(a, rowSums, offset, rowScales[r], scales, bias, o, n,
-                      activation ==
-                          static_cast<int32_t>(KernelActivation::Relu));
+                      relu);
         continue;
       }
       for (int64_t j = 0; j < n; ++j) {

@@ -1,5 +1,6 @@
 //===- PackedGemm.cpp - small-M linear layers on pre-packed weights -------===//
 #include "runtime/kernels/PackedGemm.h"
+#include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/PackedGemmIsa.h"
 
 #include "frontends/model/Float16.h"
@@ -420,6 +421,30 @@ void packed::int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                           int32_t *acc, Isa isa, int threads) {
   forPanelShares(panelCount(w.n), threads, [&](int64_t first, int64_t end) {
     int8ProductsColumns(xq, m, w, acc, first, end, isa);
+  });
+}
+
+void packed::int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                        const Int8Outputs &to, Isa isa, int threads) {
+  forPanelShares(panelCount(w.n), threads, [&](int64_t first, int64_t end) {
+    if (isa == Isa::Amx && runs(Isa::Amx)) {
+      amx::int8Linear(xq, m, w, to, first, end);
+      return;
+    }
+    // Blocks of about 64 KB of sums, dequantized while they are in cache.
+    const int64_t blockPanels =
+        std::max<int64_t>(2, (int64_t(1) << 14) / (m * kPanel) / 2 * 2);
+    thread_local std::vector<int32_t> acc;
+    acc.resize(m * blockPanels * kPanel);
+    for (int64_t p = first; p < end; p += blockPanels) {
+      const int64_t stop = std::min(end, p + blockPanels);
+      const int64_t c0 = p * kPanel, width = std::min(w.n, stop * kPanel) - c0;
+      int8ProductsBlock(xq, m, w, acc.data(), width, p, stop, isa);
+      for (int64_t r = 0; r < m; ++r)
+        dequantizeRow(acc.data() + r * width, w.rowSums.data() + c0, to.offset,
+                      to.rowScales[r], to.wScale + c0, to.bias + c0,
+                      to.y + r * to.ldy + c0, width, to.relu);
+    }
   });
 }
 

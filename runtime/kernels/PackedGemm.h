@@ -123,6 +123,26 @@ void int8ProductsBlock(const uint8_t *xq, int64_t m, const PackedWeight &w,
                        int32_t *acc, int64_t ld, int64_t firstPanel,
                        int64_t endPanel, Isa isa = preferredIsa());
 
+/// What turns an int8 layer's products into its outputs (Int8Rows.h's
+/// dequantizeRow): y[r · ldy + c] = act(fma(float(acc[r, c] - offset ·
+/// rowSums[c]), rowScales[r] · wScale[c], bias[c])), act none or ReLU.
+struct Int8Outputs {
+  const float *rowScales;
+  const float *wScale;
+  const float *bias;
+  int32_t offset;
+  bool relu;
+  float *y;
+  int64_t ldy;
+};
+/// int8Products() turned into outputs by `to`, the columns split between
+/// `threads` as there: every output has dequantizeRow()'s bits. On AMX the
+/// sums are turned into outputs as they leave the tiles; otherwise each
+/// thread's columns go through a block of sums of its own.
+void int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                const Int8Outputs &to, Isa isa = preferredIsa(),
+                int threads = 1);
+
 /// y = act(x · Wᵀ + bias); x [m, k] and y [m, n] row-major, activation as
 /// KernelActivation (with bfloat16 panels, x rounded to bfloat16 first);
 /// `threads` as for int8Products. With `skipZeros`, the k steps at which all

@@ -205,16 +205,43 @@ TFMC_AMX void addTail(const char *a, int64_t lda, int rows, const char *panel,
   }
 }
 
+/// A C tile's int32 sums (`rows` × `width`, rows 16 apart) turned into a
+/// layer's outputs as dequantizeRow() turns them, lane for lane the same
+/// operations: rows [row, row + rows) and columns [col, col + width) of
+/// `to`.
+TFMC_AMX void dequantizeTile(const int32_t *sums, int rows, int64_t width,
+                             const int32_t *rowSums, const Int8Outputs &to,
+                             int64_t row, int64_t col) {
+  const __mmask16 lanes = static_cast<__mmask16>((1u << width) - 1);
+  const __m512i offsets = _mm512_mullo_epi32(
+      _mm512_set1_epi32(to.offset), _mm512_maskz_loadu_epi32(lanes, rowSums));
+  const __m512 wScale = _mm512_maskz_loadu_ps(lanes, to.wScale + col);
+  const __m512 bias = _mm512_maskz_loadu_ps(lanes, to.bias + col);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int r = 0; r < rows; ++r) {
+    __m512i exact =
+        _mm512_sub_epi32(_mm512_load_si512(sums + r * kTileRows), offsets);
+    __m512 scale = _mm512_mul_ps(_mm512_set1_ps(to.rowScales[row + r]), wScale);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, bias);
+    if (to.relu)
+      v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
+    _mm512_mask_storeu_ps(to.y + (row + r) * to.ldy + col, lanes, v);
+  }
+}
+
 /// out (m × panels' columns, rows `ld` apart, panel firstPanel's first
 /// column at out[0]) = the rows' operands `a` (m rows, `lda` bytes apart,
 /// `steps` k steps of 4 bytes each) times the panels [firstPanel, endPanel)
 /// of `w` (n columns, `steps` 64-byte rows a panel), plus `bias` for
 /// bfloat16.
+/// With `outputs` (int8 only), the sums are not stored at `out` but turned
+/// into the layer's outputs there, rows counted from `a`'s first.
 template <bool Brain>
 TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
                   const PackedWeight &w, const float *bias,
                   typename Format<Brain>::Out *out, int64_t ld,
-                  int64_t firstPanel, int64_t endPanel) {
+                  int64_t firstPanel, int64_t endPanel,
+                  const Int8Outputs *outputs = nullptr) {
   using Out = typename Format<Brain>::Out;
   const int64_t n = w.n, panelBytes = steps * kTileRowBytes;
   const int64_t chunks = steps / kTileRows, tailFrom = chunks * kTileRows;
@@ -258,7 +285,7 @@ TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
       for (int i = 0; i < blocks; ++i)
         for (int j = 0; j < panels; ++j, ++tiles) {
           int64_t row = (block + i) * kTileRows;
-          bool whole = m - row >= kTileRows && width[j] == kPanel;
+          bool whole = !outputs && m - row >= kTileRows && width[j] == kPanel;
           to[tiles] = whole
                           ? Destination<Out>{out + row * ld +
                                                  (p + j - firstPanel) * kPanel,
@@ -294,6 +321,18 @@ TFMC_AMX void run(const char *a, int64_t m, int64_t lda, int64_t steps,
         for (int j = 0; j < panels; ++j, ++tiles) {
           int64_t row = (block + i) * kTileRows;
           int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - row));
+          if constexpr (!Brain) {
+            if (outputs) {
+              // The tail's k steps into the tile's sums, then out.
+              if (tailFrom < steps)
+                addTail<Brain>(a + row * lda, lda, rows, b[j], tailFrom, steps,
+                               scratch[tiles], kTileRows, width[j]);
+              const int64_t col = (p + j) * kPanel;
+              dequantizeTile(scratch[tiles], rows, width[j],
+                             w.rowSums.data() + col, *outputs, row, col);
+              continue;
+            }
+          }
           Out *at = out + row * ld + (p + j - firstPanel) * kPanel;
           if (to[tiles].out == scratch[tiles])
             for (int r = 0; r < rows; ++r)
@@ -324,10 +363,19 @@ template <bool Brain>
 void runStripes(const char *a, int64_t m, int64_t lda, int64_t steps,
                 const PackedWeight &w, const float *bias,
                 typename Format<Brain>::Out *out, int64_t ld,
-                int64_t firstPanel, int64_t endPanel) {
-  for (int64_t r = 0; r < m; r += kStripeRows)
+                int64_t firstPanel, int64_t endPanel,
+                const Int8Outputs *outputs = nullptr) {
+  for (int64_t r = 0; r < m; r += kStripeRows) {
+    Int8Outputs stripe;
+    if (outputs) {
+      stripe = *outputs;
+      stripe.rowScales += r;
+      stripe.y += r * stripe.ldy;
+    }
     run<Brain>(a + r * lda, std::min(kStripeRows, m - r), lda, steps, w, bias,
-               out + r * ld, ld, firstPanel, endPanel);
+               outputs ? nullptr : out + r * ld, ld, firstPanel, endPanel,
+               outputs ? &stripe : nullptr);
+  }
 }
 
 } // namespace
@@ -339,6 +387,16 @@ void packed::amx::int8Products(const uint8_t *xq, int64_t m,
     return;
   runStripes<false>(reinterpret_cast<const char *>(xq), m, w.kPadded,
                     w.kPadded / 4, w, nullptr, acc, ld, firstPanel, endPanel);
+}
+
+void packed::amx::int8Linear(const uint8_t *xq, int64_t m,
+                             const PackedWeight &w, const Int8Outputs &to,
+                             int64_t firstPanel, int64_t endPanel) {
+  if (m == 0 || firstPanel >= endPanel)
+    return;
+  runStripes<false>(reinterpret_cast<const char *>(xq), m, w.kPadded,
+                    w.kPadded / 4, w, nullptr, nullptr, 0, firstPanel, endPanel,
+                    &to);
 }
 
 void packed::amx::linearBFloat16(const uint16_t *operands, int64_t m,

@@ -37,6 +37,11 @@ namespace tfmc::runtime::packed::amx {
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, int64_t ld, int64_t firstPanel,
                   int64_t endPanel);
+/// The outputs of panels [firstPanel, endPanel) of int8Linear(): the sums
+/// of int8Products(), each C tile turned into outputs as it leaves the
+/// tiles (output (r, c) to to.y[r · to.ldy + c]).
+void int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                const Int8Outputs &to, int64_t firstPanel, int64_t endPanel);
 /// y = x · Wᵀ + bias (no activation) for bfloat16 panels, the columns of
 /// panels [firstPanel, endPanel): `operands` are x's m rows rounded to
 /// bfloat16 pairs (bfloat16Operands(), rows 2 · pairsOf(k) values apart);

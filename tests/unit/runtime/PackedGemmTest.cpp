@@ -4,6 +4,7 @@
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/GnuOpenMp.h"
+#include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
 #include "tests/unit/runtime/RandomData.h"
@@ -250,6 +251,58 @@ TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
       packed::int8Products(x.data(), m, pw, tiles.data(), packed::Isa::Amx);
       ASSERT_EQ(tiles, vnni) << "n " << s.n << " k " << s.k << " m " << m;
       ASSERT_EQ(tiles, avx2) << "n " << s.n << " k " << s.k << " m " << m;
+    }
+}
+
+/// int8Linear (products and outputs in one pass; on AMX dequantized tile by
+/// tile as the sums leave the tiles) gives, on every instruction set here,
+/// one or two threads, with and without ReLU, the bits of int8Products()
+/// followed by dequantizeRow(), for shapes with k past whole tiles and
+/// partial row blocks and panels.
+TEST(PackedGemm, Int8LinearIsItsProductsDequantized) {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> xs(1, 2 * kActivationLevels + 1);
+  std::uniform_int_distribution<int> ws(-127, 127);
+  for (Shape s : {Shape{512, 512}, Shape{2048, 71}, Shape{48, 77},
+                  Shape{33, 100}, Shape{100, 33}, Shape{1000, 256}})
+    for (int64_t m : {1, 5, 16, 17, 33, 64, 100, 130}) {
+      std::vector<int8_t> w(s.n * s.k);
+      for (int8_t &v : w)
+        v = static_cast<int8_t>(ws(rng));
+      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
+      std::vector<uint8_t> x(m * pw.kPadded);
+      for (uint8_t &v : x)
+        v = static_cast<uint8_t>(xs(rng));
+      std::vector<float> rowScales = normal(m, rng), wScale = normal(s.n, rng),
+                         bias = normal(s.n, rng);
+      for (float &v : rowScales)
+        v = std::fabs(v) * 0.01f;
+      for (float &v : wScale)
+        v = std::fabs(v) * 0.01f;
+      std::vector<int32_t> sums(m * s.n);
+      packed::int8Products(x.data(), m, pw, sums.data(), packed::Isa::Avx2);
+      const int32_t offset = kActivationLevels + 1;
+      for (bool relu : {false, true}) {
+        std::vector<float> want(m * s.n);
+        for (int64_t r = 0; r < m; ++r)
+          dequantizeRowAvx2(sums.data() + r * s.n, pw.rowSums.data(), offset,
+                            rowScales[r], wScale.data(), bias.data(),
+                            want.data() + r * s.n, s.n, relu);
+        for (packed::Isa isa : isasHere())
+          for (int threads : {1, 2}) {
+            std::vector<float> got(m * s.n, -7.0f);
+            packed::int8Linear(x.data(), m, pw,
+                               {rowScales.data(), wScale.data(), bias.data(),
+                                offset, relu, got.data(), s.n},
+                               isa, threads);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(),
+                                  want.size() * sizeof(float)),
+                      0)
+                << "isa " << static_cast<int>(isa) << " threads " << threads
+                << " n " << s.n << " k " << s.k << " m " << m
+                << (relu ? " relu" : "");
+          }
+      }
     }
 }
 
