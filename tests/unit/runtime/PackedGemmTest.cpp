@@ -263,8 +263,11 @@ TEST(PackedGemm, Int8LinearIsItsProductsDequantized) {
   std::mt19937 rng(29);
   std::uniform_int_distribution<int> xs(1, 2 * kActivationLevels + 1);
   std::uniform_int_distribution<int> ws(-127, 127);
-  for (Shape s : {Shape{512, 512}, Shape{2048, 71}, Shape{48, 77},
-                  Shape{33, 100}, Shape{100, 33}, Shape{1000, 256}})
+  // (On AMX, 64 × 2100 runs pairs of row blocks, the others single ones:
+  // PackedGemmAmx.cpp.)
+  for (Shape s :
+       {Shape{512, 512}, Shape{2048, 71}, Shape{48, 77}, Shape{33, 100},
+        Shape{100, 33}, Shape{1000, 256}, Shape{64, 2100}})
     for (int64_t m : {1, 5, 16, 17, 33, 64, 100, 130}) {
       std::vector<int8_t> w(s.n * s.k);
       for (int8_t &v : w)
@@ -319,8 +322,11 @@ TEST(PackedGemm, AmxBFloat16IsBoundedAndIndependentOfItsPlace) {
     GTEST_SKIP() << "needs AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16) and the "
                     "operating system's leave to use them";
   std::mt19937 rng(23);
-  for (Shape s : {Shape{512, 512}, Shape{100, 33}, Shape{48, 77},
-                  Shape{130, 70}, Shape{16, 1}, Shape{1000, 256}})
+  // (96 × 1100 runs pairs of row blocks on the tiles, the others single
+  // ones: PackedGemmAmx.cpp.)
+  for (Shape s :
+       {Shape{512, 512}, Shape{100, 33}, Shape{48, 77}, Shape{130, 70},
+        Shape{16, 1}, Shape{1000, 256}, Shape{96, 1100}})
     for (int64_t m : {1, 3, 16, 17, 33, 64, 100})
       for (int32_t act : {0, 1}) {
         std::vector<float> x = normal(m * s.k, rng), w = normal(s.n * s.k, rng),
