@@ -310,6 +310,7 @@ PYBIND11_MODULE(_tfmc, m) {
               row["gflops"] = r.gflops;
               row["gbs"] = r.gbs;
               row["roofline"] = r.roofline;
+              row["arithmetic"] = r.arithmetic;
               rows.append(row);
             }
             for (const tfmc::ProfileFunction &f : p->functions) {
@@ -324,6 +325,8 @@ PYBIND11_MODULE(_tfmc, m) {
             out["threads"] = p->threads;
             out["peak_gflops"] = p->peakGflops;
             out["bandwidth_gbs"] = p->bandwidthGBs;
+            out["bfloat16_peak_gflops"] = p->bfloat16Gflops;
+            out["int8_peak_gops"] = p->int8Gops;
             out["wall_seconds"] = p->wallSeconds;
             out["functions"] = functions;
             out["rows"] = rows;

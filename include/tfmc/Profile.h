@@ -39,10 +39,15 @@ struct ProfileRow {
   double flop = 0, bytes = 0;
   /// flop / seconds and bytes / seconds.
   double gflops = 0, gbs = 0;
-  /// The op's roofline time, max(flop / peak GEMM rate, bytes / memory
-  /// bandwidth), over its measured time: 1 is the machine's limit; above 1
-  /// means its data came from caches, not memory.
+  /// The op's roofline time, max(flop / peak rate of its arithmetic,
+  /// bytes / memory bandwidth), over its measured time: 1 is the machine's
+  /// limit; above 1 means its data came from caches, not memory.
   double roofline = 0;
+  /// The arithmetic of the op's FLOP, whose peak its roofline uses:
+  /// "float32" (the sgemm rate; float16 weights multiply in float32),
+  /// "bfloat16" or "int8" (Profile's bfloat16Gflops, int8Gops); "" for rows
+  /// that are not ops.
+  std::string arithmetic;
 };
 
 /// A compiled function's calls and total time (ops and the rest).
@@ -57,6 +62,14 @@ struct Profile {
   std::string host;
   int threads = 1;
   double peakGflops = 0, bandwidthGBs = 0;
+  /// The peak rates of bfloat16 and int8 products (the model's layers of
+  /// those types only; else 0): the threads' AMX tile multiplies where the
+  /// kernels run on tiles, else their vector instruction (vdpbf16ps;
+  /// vpdpbusd, or AVX2's vpmaddubsw sequence), one thread's rate on
+  /// registers alone times the threads. 0 (also where the CPU has no
+  /// bfloat16 instruction: its layers multiply at the float32 rate) means
+  /// the sgemm rate is used.
+  double bfloat16Gflops = 0, int8Gops = 0;
   /// Time inside translate calls (translate, translateIds,
   /// translateStream) since load or the last reset.
   double wallSeconds = 0;

@@ -35,8 +35,12 @@ void header(llvm::raw_ostream &os, const Profile &p, llvm::StringRef prefix) {
      << prefix
      << llvm::formatv("limits measured at start: sgemm {0:f1} GFLOP/s, memory "
                       "read {1:f1} GB/s",
-                      p.peakGflops, p.bandwidthGBs)
-     << "\n";
+                      p.peakGflops, p.bandwidthGBs);
+  if (p.bfloat16Gflops > 0)
+    os << llvm::formatv(", bfloat16 products {0:f1} GFLOP/s", p.bfloat16Gflops);
+  if (p.int8Gops > 0)
+    os << llvm::formatv(", int8 products {0:f1} GOP/s", p.int8Gops);
+  os << "\n";
   os << prefix << llvm::formatv("translate calls: {0:f3} s; ", p.wallSeconds);
   for (auto [i, f] : llvm::enumerate(p.functions))
     os << (i ? ", " : "")
@@ -83,27 +87,29 @@ std::string json(const Profile &p) {
         {"name", f.name}, {"calls", f.calls}, {"seconds", f.seconds}});
   for (const ProfileRow &r : p.rows) {
     double calls = r.calls > 0 ? static_cast<double>(r.calls) : 1.0;
-    rows.push_back(llvm::json::Object{
-        {"category", r.category},
-        {"function", r.function},
-        {"kind", r.kind},
-        {"name", r.name},
-        {"detail", r.detail},
-        {"calls", r.calls},
-        {"seconds", r.seconds},
-        {"share", r.share},
-        {"flop", r.flop},
-        {"bytes", r.bytes},
-        {"flop_per_call", r.flop / calls},
-        {"bytes_per_call", r.bytes / calls},
-        {"gflops", r.gflops},
-        {"gbs", r.gbs},
-        {"roofline", r.roofline}});
+    rows.push_back(llvm::json::Object{{"category", r.category},
+                                      {"function", r.function},
+                                      {"kind", r.kind},
+                                      {"name", r.name},
+                                      {"detail", r.detail},
+                                      {"calls", r.calls},
+                                      {"seconds", r.seconds},
+                                      {"share", r.share},
+                                      {"flop", r.flop},
+                                      {"bytes", r.bytes},
+                                      {"flop_per_call", r.flop / calls},
+                                      {"bytes_per_call", r.bytes / calls},
+                                      {"gflops", r.gflops},
+                                      {"gbs", r.gbs},
+                                      {"roofline", r.roofline},
+                                      {"arithmetic", r.arithmetic}});
   }
   llvm::json::Object root{{"host", p.host},
                           {"threads", p.threads},
                           {"peak_gflops", p.peakGflops},
                           {"bandwidth_gbs", p.bandwidthGBs},
+                          {"bfloat16_peak_gflops", p.bfloat16Gflops},
+                          {"int8_peak_gops", p.int8Gops},
                           {"wall_seconds", p.wallSeconds},
                           {"functions", std::move(functions)},
                           {"rows", std::move(rows)}};
@@ -125,7 +131,7 @@ std::string csv(const Profile &p) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << "category,function,kind,name,detail,calls,seconds,share,flop,bytes,"
-        "flop_per_call,bytes_per_call,gflops,gbs,roofline\n";
+        "flop_per_call,bytes_per_call,gflops,gbs,roofline,arithmetic\n";
   for (const ProfileRow &r : p.rows) {
     double calls = r.calls > 0 ? static_cast<double>(r.calls) : 1.0;
     os << csvField(r.category) << "," << csvField(r.function) << ","
@@ -135,7 +141,7 @@ std::string csv(const Profile &p) {
                         "{7:e6},{8:e6}",
                         r.seconds, r.share, r.flop, r.bytes, r.flop / calls,
                         r.bytes / calls, r.gflops, r.gbs, r.roofline)
-       << "\n";
+       << "," << csvField(r.arithmetic) << "\n";
   }
   return out;
 }

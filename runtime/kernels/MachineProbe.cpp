@@ -118,6 +118,47 @@ dotLoopBF16(int64_t iterations) {
   return sum;
 }
 
+/// vpdpbusd on 12 independent accumulators: each lane adds four u8 × s8
+/// products a step. Operations: iterations x 12 x 16 lanes x 4 x 2.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t
+dotLoopInt8Vnni(int64_t iterations) {
+  __m512i acc[12];
+  for (int j = 0; j < 12; ++j)
+    acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi32(0x01010101),
+                b = _mm512_set1_epi32(0x01FF01FF); // +1 and -1: sums stay put
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < 12; ++j)
+      acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  int32_t sum = 0;
+  for (int j = 0; j < 12; ++j)
+    sum += _mm512_reduce_add_epi32(acc[j]);
+  return sum;
+}
+
+/// The AVX2 int8 kernels' step (vpmaddubsw, vpmaddwd by ones, vpaddd) on
+/// 12 independent accumulators: 32 u8 × s8 products per accumulator a
+/// step. Operations: iterations x 12 x 32 x 2.
+__attribute__((target("avx2"))) int32_t dotLoopInt8Avx2(int64_t iterations) {
+  __m256i acc[12];
+  for (int j = 0; j < 12; ++j)
+    acc[j] = _mm256_set1_epi32(j);
+  const __m256i a = _mm256_set1_epi32(0x01010101),
+                b = _mm256_set1_epi32(0x01FF01FF), ones = _mm256_set1_epi16(1);
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < 12; ++j)
+      acc[j] = _mm256_add_epi32(
+          acc[j], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+  alignas(32) int32_t lanes[8];
+  int32_t sum = 0;
+  for (int j = 0; j < 12; ++j) {
+    _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), acc[j]);
+    for (int32_t l : lanes)
+      sum += l;
+  }
+  return sum;
+}
+
 /// Four independent tile multiplies a step (C tiles 0-3 from A tiles 4, 5
 /// and B tiles 6, 7, all zeros), `iterations` steps. Operations: iterations
 /// x 4 x 16 x 16 x (32 bfloat16 or 64 int8 products) x 2.
@@ -299,6 +340,22 @@ double tfmc::runtime::probeTileGflops(bool int8, int repeats) {
   const int64_t iterations = 1'000'000;
   double best = bestSeconds(repeats, [&] { tileLoop(int8, iterations); });
   return double(iterations) * 4 * 16 * 16 * (int8 ? 64 : 32) * 2 / best / 1e9;
+}
+
+double tfmc::runtime::probeInt8DotGops(int repeats) {
+  volatile int32_t sink = 0;
+  if (packed::avx512Vectors(packed::preferredIsa())) {
+    const int64_t iterations = 20'000'000;
+    double best = bestSeconds(
+        repeats, [&] { sink = sink + dotLoopInt8Vnni(iterations); });
+    return double(iterations) * 12 * 16 * 4 * 2 / best / 1e9;
+  }
+  if (!packed::availableOnThisCpu())
+    return 0;
+  const int64_t iterations = 10'000'000;
+  double best =
+      bestSeconds(repeats, [&] { sink = sink + dotLoopInt8Avx2(iterations); });
+  return double(iterations) * 12 * 32 * 2 / best / 1e9;
 }
 
 MachineLimits tfmc::runtime::probeMachine(const ProbeOptions &options) {

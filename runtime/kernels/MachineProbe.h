@@ -59,6 +59,12 @@ VectorScaling probeVectorScaling(int threads, int repeats = 3);
 /// can reach here (PackedGemm.h); 0 without avx512_bf16.
 double probeBFloat16DotGflops(int repeats = 3);
 
+/// GOP/s of one thread's int8 products on registers alone, as the vector
+/// kernels make them here (vpdpbusd with AVX-512 VNNI, else AVX2's
+/// vpmaddubsw + vpmaddwd + vpaddd), best of `repeats` runs of ~0.05 s; 0
+/// without AVX2.
+double probeInt8DotGops(int repeats = 3);
+
 /// GFLOP/s (int8: GOP/s) of one thread's AMX tile multiplies on registers
 /// alone (tdpbf16ps, or tdpbusd with `int8`; four independent 16 × 16
 /// accumulators), best of `repeats` runs of ~0.05 s: the multiply rate the

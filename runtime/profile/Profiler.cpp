@@ -1,6 +1,9 @@
 //===- Profiler.cpp - counters of a profiled model, as a Profile ----------===//
 #include "runtime/profile/Profiler.h"
 
+#include "runtime/kernels/KernelIsa.h"
+#include "runtime/kernels/PackedGemm.h"
+
 #include <algorithm>
 #include <map>
 
@@ -23,6 +26,23 @@ Profiler::start(const CompiledModel &model, int threads) {
   probe.bandwidthBytes = int64_t(64) << 20;
   probe.repeats = 3;
   p->machine = probeMachine(probe);
+  // The rates of the model's other arithmetic, where it has such layers.
+  bool bfloat16 = false, int8 = false;
+  for (const ProfiledOp &op : p->ops) {
+    bfloat16 |= op.arithmetic == "bfloat16";
+    int8 |= op.arithmetic == "int8";
+  }
+  const double threadCount = std::max(1, threads);
+  if (bfloat16)
+    p->bfloat16Gflops =
+        threadCount * (packed::bfloat16Tiles()     ? probeTileGflops(false)
+                       : packed::bfloat16DotRuns() ? probeBFloat16DotGflops()
+                                                   : 0.0);
+  if (int8)
+    p->int8Gops = threadCount * (packed::preferredIsa() == packed::Isa::Amx &&
+                                         packed::runs(packed::Isa::Amx)
+                                     ? probeTileGflops(true)
+                                     : probeInt8DotGops());
   p->host = hostDescription();
   if (!profile::attach(p->counters.get(), p->size,
                        static_cast<int64_t>(p->ops.size())))
@@ -64,6 +84,8 @@ Profile Profiler::snapshot() const {
   out.threads = machine.threads;
   out.peakGflops = machine.sgemmGflops;
   out.bandwidthGBs = machine.readGBs;
+  out.bfloat16Gflops = bfloat16Gflops;
+  out.int8Gops = int8Gops;
   size_t base = ops.size();
   auto region = [&](profile::Region r) {
     return base + static_cast<size_t>(r);
@@ -89,6 +111,7 @@ Profile Profiler::snapshot() const {
     row.kind = op.kind;
     row.name = op.name;
     row.detail = op.detail;
+    row.arithmetic = op.arithmetic;
     row.calls = calls;
     row.seconds = seconds(id);
     row.flop = op.flopRows * count(c.rows) + op.flopRowKeys * count(c.rowKeys);
@@ -136,12 +159,20 @@ Profile Profiler::snapshot() const {
              "scores, candidates and stopping; batching, reading, writing", 0,
              std::max(0.0, out.wallSeconds - functionSeconds - runtimeSeconds));
 
-  double peak = machine.sgemmGflops * 1e9, bandwidth = machine.readGBs * 1e9;
+  const double sgemm = machine.sgemmGflops * 1e9,
+               bandwidth = machine.readGBs * 1e9;
+  auto peakOf = [&](const std::string &arithmetic) {
+    double rate = arithmetic == "bfloat16" ? bfloat16Gflops
+                  : arithmetic == "int8"   ? int8Gops
+                                           : 0.0;
+    return rate > 0 ? rate * 1e9 : sgemm;
+  };
   for (ProfileRow &row : out.rows) {
     row.share = out.wallSeconds > 0 ? row.seconds / out.wallSeconds : 0;
     if (row.seconds > 0) {
       row.gflops = row.flop / row.seconds / 1e9;
       row.gbs = row.bytes / row.seconds / 1e9;
+      const double peak = peakOf(row.arithmetic);
       double bound = std::max(peak > 0 ? row.flop / peak : 0.0,
                               bandwidth > 0 ? row.bytes / bandwidth : 0.0);
       row.roofline = bound / row.seconds;

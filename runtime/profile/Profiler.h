@@ -43,6 +43,9 @@ private:
   std::unique_ptr<profile::Counter[]> counters;
   size_t size = 0;
   MachineLimits machine;
+  /// Peak bfloat16 and int8 product rates (Profile::bfloat16Gflops,
+  /// int8Gops); 0 when not measured.
+  double bfloat16Gflops = 0, int8Gops = 0;
   std::string host;
   uint64_t startTicks = 0;
   std::chrono::steady_clock::time_point startTime;

@@ -120,9 +120,10 @@ static std::string writeMetadata(const std::vector<CompiledFunction> &fns,
   }
   llvm::json::Array profile;
   for (const ProfiledOp &op : ops)
-    profile.push_back(llvm::json::Array{
-        op.function, op.kind, op.name, op.detail, op.flopRows, op.flopRowKeys,
-        op.bytesCall, op.bytesRows, op.bytesRowKeys, op.bytesBatchKeys});
+    profile.push_back(
+        llvm::json::Array{op.function, op.kind, op.name, op.detail, op.flopRows,
+                          op.flopRowKeys, op.bytesCall, op.bytesRows,
+                          op.bytesRowKeys, op.bytesBatchKeys, op.arithmetic});
   return llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{
                                   {"functions", std::move(functions)},
                                   {"profile", std::move(profile)}}))
@@ -130,12 +131,13 @@ static std::string writeMetadata(const std::vector<CompiledFunction> &fns,
 }
 
 /// The profiled variant's table from a cache entry's "profile" array (one
-/// array per id, in ProfiledOp's field order); false when malformed.
+/// array per id: its texts, its numbers, then its arithmetic); false when
+/// malformed.
 static bool readProfile(const llvm::json::Array &rows,
                         std::vector<ProfiledOp> &ops) {
   for (const llvm::json::Value &row : rows) {
     const llvm::json::Array *fields = row.getAsArray();
-    if (!fields || fields->size() != 10)
+    if (!fields || fields->size() != 11)
       return false;
     ProfiledOp op;
     std::string *texts[] = {&op.function, &op.kind, &op.name, &op.detail};
@@ -153,6 +155,10 @@ static bool readProfile(const llvm::json::Array &rows,
         return false;
       *numbers[i] = *n;
     }
+    std::optional<llvm::StringRef> arithmetic = (*fields)[10].getAsString();
+    if (!arithmetic)
+      return false;
+    op.arithmetic = arithmetic->str();
     ops.push_back(std::move(op));
   }
   return true;
@@ -362,10 +368,10 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
         return mlir::cast<mlir::IntegerAttr>(dict.get(key)).getInt();
       };
       profile.push_back({text("function"), text("kind"), text("name"),
-                         text("detail"), number("flop_rows"),
-                         number("flop_row_keys"), number("bytes_call"),
-                         number("bytes_rows"), number("bytes_row_keys"),
-                         number("bytes_batch_keys")});
+                         text("detail"), text("arithmetic"),
+                         number("flop_rows"), number("flop_row_keys"),
+                         number("bytes_call"), number("bytes_rows"),
+                         number("bytes_row_keys"), number("bytes_batch_keys")});
     }
   if (llvm::Error e = mlir::tfm::lowerToStage(
           *module, Stage::Loops, Stage::LLVM, pipeline, options.dumpDir))

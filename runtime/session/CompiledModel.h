@@ -50,6 +50,9 @@ struct CompiledFunction {
 /// coefficients of its dynamic extents (docs/profile.md).
 struct ProfiledOp {
   std::string function, kind, name, detail;
+  /// "float32", "bfloat16" or "int8": the arithmetic of the op's FLOP
+  /// (tfm-instrument-profile), whose rate its roofline is set against.
+  std::string arithmetic = "float32";
   int64_t flopRows = 0, flopRowKeys = 0;
   int64_t bytesCall = 0, bytesRows = 0, bytesRowKeys = 0, bytesBatchKeys = 0;
 };

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace tfmc;
@@ -27,12 +28,14 @@ using namespace tfmc::testing;
 
 namespace {
 
-std::unique_ptr<Session> openSession(bool library, bool profile,
-                                     const std::string &cacheDir = "") {
+std::unique_ptr<Session>
+openSession(bool library, bool profile, const std::string &cacheDir = "",
+            std::optional<frontend::ComputeType> computeType = std::nullopt) {
   SessionOptions options;
   options.useLibraryKernels = library;
   options.profile = profile;
   options.cacheDir = cacheDir;
+  options.computeType = computeType;
   auto session = Session::open(fixtureModel("pre-relu-scale"), options);
   if (!session) {
     ADD_FAILURE() << llvm::toString(session.takeError());
@@ -142,6 +145,58 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ProfiledSession, ::testing::Bool(),
                            return info.param ? "library" : "loops";
                          });
 
+/// int8 and bfloat16 layers' rooflines are set against their own
+/// arithmetic's peak (the AMX tiles' or the vector instruction's rate,
+/// measured when profiling starts), everything else against sgemm; a host
+/// without bfloat16 instructions runs bfloat16 layers at the float32 rate
+/// and sets them against sgemm too.
+TEST(ProfiledVariant, Int8AndBFloat16LayersAreSetAgainstTheirOwnRates) {
+  if (!haveLibraryKernels())
+    GTEST_SKIP() << "built without oneDNN (no sgemm rate)";
+  for (auto [type, name] :
+       {std::pair{frontend::ComputeType::Int8, "int8"},
+        std::pair{frontend::ComputeType::BFloat16, "bfloat16"}}) {
+    std::unique_ptr<Session> session = openSession(true, true, "", type);
+    ASSERT_TRUE(session);
+    auto profiler = Profiler::start(session->compiled(), 1);
+    ASSERT_TRUE(static_cast<bool>(profiler))
+        << llvm::toString(profiler.takeError());
+    SearchOptions search;
+    search.maxLength = 20;
+    {
+      profile::Scope whole(profile::Region::Translate);
+      ASSERT_TRUE(static_cast<bool>(session->translate(kSources, search)));
+    }
+    Profile p = (*profiler)->snapshot();
+    double peak =
+        type == frontend::ComputeType::Int8 ? p.int8Gops : p.bfloat16Gflops;
+    if (type == frontend::ComputeType::Int8)
+      EXPECT_GT(peak, 0) << "every host with the library kernels has AVX2";
+    else
+      EXPECT_EQ(p.int8Gops, 0) << "no int8 layer to measure for";
+    int typed = 0;
+    for (const ProfileRow &row : p.rows) {
+      if (row.category != "op") {
+        EXPECT_EQ(row.arithmetic, "");
+        continue;
+      }
+      bool linear = row.kind.rfind("tfm.linear", 0) == 0;
+      EXPECT_EQ(row.arithmetic, linear ? name : "float32")
+          << row.kind << " " << row.name << " " << row.detail;
+      if (row.seconds <= 0)
+        continue;
+      double rate =
+          (row.arithmetic == name && peak > 0 ? peak : p.peakGflops) * 1e9;
+      double bound =
+          std::max(row.flop / rate, row.bytes / (p.bandwidthGBs * 1e9));
+      EXPECT_NEAR(row.roofline, bound / row.seconds, 1e-9 + 1e-9 * row.roofline)
+          << row.kind << " " << row.name;
+      typed += row.arithmetic == name;
+    }
+    EXPECT_GT(typed, 0) << name;
+  }
+}
+
 TEST(ProfiledVariant, TheTableComesBackFromTheCompileCache) {
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tfmc-profile", dir));
@@ -160,6 +215,7 @@ TEST(ProfiledVariant, TheTableComesBackFromTheCompileCache) {
     EXPECT_EQ(a[i].kind, b[i].kind);
     EXPECT_EQ(a[i].name, b[i].name);
     EXPECT_EQ(a[i].detail, b[i].detail);
+    EXPECT_EQ(a[i].arithmetic, b[i].arithmetic);
     EXPECT_EQ(a[i].flopRows, b[i].flopRows);
     EXPECT_EQ(a[i].bytesCall, b[i].bytesCall);
     EXPECT_EQ(a[i].bytesBatchKeys, b[i].bytesBatchKeys);
@@ -189,7 +245,10 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   op.gflops = 4;
   op.gbs = 1;
   op.roofline = 0.1;
+  op.arithmetic = "int8";
+  p.int8Gops = 500;
   ProfileRow rest = op;
+  rest.arithmetic = "";
   rest.category = "runtime";
   rest.function = "";
   rest.kind = "runtime: search and the rest";
@@ -208,6 +267,9 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   EXPECT_EQ(*parsed->getAsObject()->getNumber("wall_seconds"), 2.0);
   EXPECT_EQ(*(*rows)[0].getAsObject()->getNumber("flop_per_call"), 4e8);
   EXPECT_EQ(*(*rows)[0].getAsObject()->getNumber("bytes_per_call"), 1e8);
+  EXPECT_EQ(*(*rows)[0].getAsObject()->getString("arithmetic"), "int8");
+  EXPECT_EQ(*parsed->getAsObject()->getNumber("int8_peak_gops"), 500.0);
+  EXPECT_EQ(*parsed->getAsObject()->getNumber("bfloat16_peak_gflops"), 0.0);
 
   auto csv = formatProfile(p, "csv");
   ASSERT_TRUE(static_cast<bool>(csv));
@@ -215,6 +277,8 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   EXPECT_NE(csv->find("\"relu, weight 64x32 f32, \"\"quoted\"\"\""),
             std::string::npos)
       << *csv;
+  EXPECT_NE(csv->find(",roofline,arithmetic\n"), std::string::npos) << *csv;
+  EXPECT_NE(csv->find(",int8\n"), std::string::npos) << *csv;
 
   auto md = formatProfile(p, "md");
   ASSERT_TRUE(static_cast<bool>(md));
@@ -224,6 +288,9 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
             std::string::npos)
       << *md;
   EXPECT_NE(md->find("cpu: test"), std::string::npos);
+  EXPECT_NE(md->find("memory read 10.0 GB/s, int8 products 500.0 GOP/s\n"),
+            std::string::npos)
+      << *md;
 
   auto svg = formatProfile(p, "svg");
   ASSERT_TRUE(static_cast<bool>(svg));

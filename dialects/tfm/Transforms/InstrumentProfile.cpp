@@ -110,6 +110,28 @@ Cost costOf(Operation *op) {
   return c;
 }
 
+/// The arithmetic an op's FLOP run in, which sets its roofline's peak
+/// (docs/profile.md): "int8" and "bfloat16" for linear layers with such
+/// weights, "float32" for everything else (float16 weights are widened to
+/// float32 before they multiply).
+llvm::StringRef arithmeticOf(Operation *op) {
+  Value w;
+  if (auto linear = dyn_cast<LinearOp>(op))
+    w = linear.getWeight();
+  else if (auto argmax = dyn_cast<LinearArgmaxOp>(op))
+    w = argmax.getWeight();
+  else if (auto topk = dyn_cast<LinearTopkOp>(op))
+    w = topk.getWeight();
+  if (!w)
+    return "float32";
+  Type element = cast<ShapedType>(w.getType()).getElementType();
+  if (element.isInteger(8))
+    return "int8";
+  if (element.isBF16())
+    return "bfloat16";
+  return "float32";
+}
+
 /// What `--emit=graph` says of an op, on one line.
 std::string detailOf(Operation *op) {
   std::string out;
@@ -170,13 +192,15 @@ struct TfmInstrumentProfilePass
 
     SmallVector<Attribute> table;
     auto record = [&](StringRef function, StringRef kind, StringRef name,
-                      StringRef detail, const Cost &c) {
+                      StringRef detail, const Cost &c,
+                      StringRef arithmetic = "float32") {
       auto i = [&](int64_t v) { return b.getI64IntegerAttr(v); };
       table.push_back(b.getDictionaryAttr({
           b.getNamedAttr("function", b.getStringAttr(function)),
           b.getNamedAttr("kind", b.getStringAttr(kind)),
           b.getNamedAttr("name", b.getStringAttr(name)),
           b.getNamedAttr("detail", b.getStringAttr(detail)),
+          b.getNamedAttr("arithmetic", b.getStringAttr(arithmetic)),
           b.getNamedAttr("flop_rows", i(c.flopRows)),
           b.getNamedAttr("flop_row_keys", i(c.flopRowKeys)),
           b.getNamedAttr("bytes_call", i(c.bytesCall)),
@@ -204,7 +228,7 @@ struct TfmInstrumentProfilePass
         Location at = op->getLoc();
         std::string kind = op->getName().getStringRef().str();
         int64_t id = record(f.getName(), kind, modelNameOf(op), detailOf(op),
-                            costOf(op));
+                            costOf(op), arithmeticOf(op));
         b.setInsertionPoint(op);
         Value idValue = b.create<arith::ConstantIntOp>(at, id, i64);
         b.create<func::CallOp>(at, kEnter, TypeRange{}, ValueRange{idValue});
