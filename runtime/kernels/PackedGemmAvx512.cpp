@@ -287,10 +287,21 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
 /// panels (`panelBytes` apart). The tile prefetches those of the next
 /// Panels panels whose bits are set in `prefetchPanels`, a row at each
 /// step, into L1.
+/// Where a tile's sums go: int32 sums at `out` (rows `ldy` apart), or, with
+/// `to`, the layer's outputs as dequantizeRow() makes them, rows from `row`
+/// and `width` (1-32) columns from `col`.
+struct Int8Tile {
+  int32_t *out;
+  int64_t ldy;
+  const Int8Outputs *to = nullptr;
+  const int32_t *rowSums = nullptr;
+  int64_t row = 0, col = 0, width = 0;
+};
+
 template <int Rows, int Panels>
 TFMC_AVX512_VNNI void
 tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
-         int64_t groups, unsigned prefetchPanels, int32_t *out, int64_t ldy) {
+         int64_t groups, unsigned prefetchPanels, const Int8Tile &dst) {
   __m512i acc[Rows][Panels];
   for (int r = 0; r < Rows; ++r)
     for (int p = 0; p < Panels; ++p)
@@ -312,36 +323,62 @@ tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
         acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], a, w[p]);
     }
   }
-  for (int r = 0; r < Rows; ++r)
-    for (int p = 0; p < Panels; ++p)
-      _mm512_storeu_si512(out + r * ldy + p * kPanel, acc[r][p]);
+  if (!dst.to) {
+    for (int r = 0; r < Rows; ++r)
+      for (int p = 0; p < Panels; ++p)
+        _mm512_storeu_si512(dst.out + r * dst.ldy + p * kPanel, acc[r][p]);
+    return;
+  }
+  // The outputs, lane for lane as dequantizeRow() computes them.
+  const Int8Outputs &to = *dst.to;
+  __mmask16 lanes[Panels];
+  __m512i offsets[Panels];
+  __m512 wScale[Panels], bias[Panels];
+  for (int p = 0; p < Panels; ++p) {
+    int64_t width = std::clamp<int64_t>(dst.width - p * kPanel, 0, kPanel);
+    lanes[p] = static_cast<__mmask16>((1u << width) - 1);
+    int64_t col = dst.col + p * kPanel;
+    offsets[p] = _mm512_mullo_epi32(
+        _mm512_set1_epi32(to.offset),
+        _mm512_maskz_loadu_epi32(lanes[p], dst.rowSums + col));
+    wScale[p] = _mm512_maskz_loadu_ps(lanes[p], to.wScale + col);
+    bias[p] = _mm512_maskz_loadu_ps(lanes[p], to.bias + col);
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int r = 0; r < Rows; ++r) {
+    const __m512 xScale = _mm512_set1_ps(to.rowScales[dst.row + r]);
+    for (int p = 0; p < Panels; ++p) {
+      __m512i exact = _mm512_sub_epi32(acc[r][p], offsets[p]);
+      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact),
+                                 _mm512_mul_ps(xScale, wScale[p]), bias[p]);
+      if (to.relu)
+        v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
+      _mm512_mask_storeu_ps(
+          to.y + (dst.row + r) * to.ldy + dst.col + p * kPanel, lanes[p], v);
+    }
+  }
 }
 
 template <int Panels>
 TFMC_AVX512_VNNI inline void
 tileInt8Rows(int rows, const uint8_t *x, int64_t ldx, const int8_t *panel,
              int64_t panelBytes, int64_t groups, unsigned prefetchPanels,
-             int32_t *out, int64_t ldy) {
+             const Int8Tile &dst) {
   switch (rows) {
   case 8:
-    tileInt8<8, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
-                        ldy);
+    tileInt8<8, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, dst);
     break;
   case 6:
-    tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
-                        ldy);
+    tileInt8<6, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, dst);
     break;
   case 4:
-    tileInt8<4, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
-                        ldy);
+    tileInt8<4, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, dst);
     break;
   case 2:
-    tileInt8<2, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
-                        ldy);
+    tileInt8<2, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, dst);
     break;
   default:
-    tileInt8<1, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, out,
-                        ldy);
+    tileInt8<1, Panels>(x, ldx, panel, panelBytes, groups, prefetchPanels, dst);
     break;
   }
 }
@@ -369,9 +406,13 @@ void packed::avx512::linear(const float *x, const RowTiles &plan,
   }
 }
 
-void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
-                                  const PackedWeight &w, int32_t *acc,
-                                  int64_t ld, int64_t firstPanel, int64_t np) {
+namespace {
+
+/// int8Products(), or with `to` int8Linear()'s outputs, of panels
+/// [firstPanel, np).
+void int8Run(const uint8_t *xq, int64_t m, const PackedWeight &w, int32_t *acc,
+             int64_t ld, int64_t firstPanel, int64_t np,
+             const Int8Outputs *to) {
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   const int64_t firstColumn = firstPanel * kPanel;
   const int64_t panelBytes = kPanel * kp;
@@ -396,21 +437,42 @@ void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
       unsigned prefetchPanels = rows == m       ? 3u
                                 : tileIndex < 2 ? 1u << tileIndex
                                                 : 0u;
+      Int8Tile dst{acc + r * ld + col - firstColumn, ld};
+      if (to) {
+        dst.to = to;
+        dst.rowSums = w.rowSums.data();
+        dst.row = r;
+        dst.col = col;
+        dst.width = pair ? 2 * kPanel : width;
+      }
       if (pair) {
         tileInt8Rows<2>(rows, xr, kp, panel, panelBytes, groups, prefetchPanels,
-                        acc + r * ld + col - firstColumn, ld);
+                        dst);
+      } else if (to || full) {
+        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, 1u, dst);
       } else {
-        int32_t *out = full ? acc + r * ld + col - firstColumn : scratch;
-        int64_t ldOut = full ? ld : kPanel;
-        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, 1u, out,
-                        ldOut);
-        if (!full)
-          for (int i = 0; i < rows; ++i)
-            std::memcpy(acc + (r + i) * ld + col - firstColumn,
-                        scratch + i * kPanel, width * sizeof(int32_t));
+        tileInt8Rows<1>(rows, xr, kp, panel, panelBytes, groups, 1u,
+                        Int8Tile{scratch, kPanel});
+        for (int i = 0; i < rows; ++i)
+          std::memcpy(acc + (r + i) * ld + col - firstColumn,
+                      scratch + i * kPanel, width * sizeof(int32_t));
       }
       r += rows;
     }
     p += pair ? 2 : 1;
   }
+}
+
+} // namespace
+
+void packed::avx512::int8Products(const uint8_t *xq, int64_t m,
+                                  const PackedWeight &w, int32_t *acc,
+                                  int64_t ld, int64_t firstPanel, int64_t np) {
+  int8Run(xq, m, w, acc, ld, firstPanel, np, nullptr);
+}
+
+void packed::avx512::int8Linear(const uint8_t *xq, int64_t m,
+                                const PackedWeight &w, const Int8Outputs &to,
+                                int64_t firstPanel, int64_t endPanel) {
+  int8Run(xq, m, w, nullptr, 0, firstPanel, endPanel, &to);
 }

@@ -28,6 +28,11 @@ void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
 void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
                   int32_t *acc, int64_t ld, int64_t firstPanel,
                   int64_t endPanel);
+/// The outputs of panels [firstPanel, endPanel) of int8Linear(): each
+/// tile's sums turned into outputs in its registers (output (r, c) to
+/// to.y[r · to.ldy + c]).
+void int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                const Int8Outputs &to, int64_t firstPanel, int64_t endPanel);
 
 } // namespace tfmc::runtime::packed::avx512
 
