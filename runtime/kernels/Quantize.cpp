@@ -86,12 +86,12 @@ quantizeWeightRowAvx2(const float *row, int64_t cols, int8_t *out) {
 
 } // namespace
 
-QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
-                                            int64_t cols) {
-  static const auto quantizeRow =
-      __builtin_cpu_supports("avx512f") ? quantizeWeightRowAvx512
-      : __builtin_cpu_supports("avx2")  ? quantizeWeightRowAvx2
-                                        : quantizeWeightRow;
+namespace {
+
+using RowQuantizer = float (*)(const float *, int64_t, int8_t *);
+
+QuantizedMatrix quantizeEachRow(const float *w, int64_t rows, int64_t cols,
+                                RowQuantizer quantizeRow) {
   QuantizedMatrix q;
   q.rows = rows;
   q.cols = cols;
@@ -102,17 +102,20 @@ QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
   return q;
 }
 
+} // namespace
+
+QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
+                                            int64_t cols) {
+  static const RowQuantizer quantizeRow =
+      __builtin_cpu_supports("avx512f") ? quantizeWeightRowAvx512
+      : __builtin_cpu_supports("avx2")  ? quantizeWeightRowAvx2
+                                        : quantizeWeightRow;
+  return quantizeEachRow(w, rows, cols, quantizeRow);
+}
+
 QuantizedMatrix tfmc::runtime::quantizeRowsScalar(const float *w, int64_t rows,
                                                   int64_t cols) {
-  QuantizedMatrix q;
-  q.rows = rows;
-  q.cols = cols;
-  q.values.resize(rows * cols);
-  q.scales.resize(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    q.scales[r] =
-        quantizeWeightRow(w + r * cols, cols, q.values.data() + r * cols);
-  return q;
+  return quantizeEachRow(w, rows, cols, quantizeWeightRow);
 }
 
 float tfmc::runtime::quantizeActivationRow(const float *x, int64_t n,

@@ -227,23 +227,35 @@ TEST(PackedGemm, Avx512ResultsAreBitIdenticalToAvx2) {
 /// kernels, bit for bit, at the decoder's and the encoder's sizes (row
 /// counts that fill pairs of 16-row blocks, and ones that leave a short
 /// block; k with and without a remainder past the 64-value tiles).
+/// A random int8 layer of shape `s`, packed, and `m` rows of operands for
+/// it (u8 codes as the layers store them, rows kPadded apart).
+struct Int8Case {
+  packed::PackedWeight weight;
+  std::vector<uint8_t> rows;
+};
+Int8Case randomInt8Case(Shape s, int64_t m, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> xs(1, 2 * kActivationLevels + 1);
+  std::uniform_int_distribution<int> ws(-127, 127);
+  std::vector<int8_t> w(s.n * s.k);
+  for (int8_t &v : w)
+    v = static_cast<int8_t>(ws(rng));
+  Int8Case c{packed::packInt8(w.data(), s.n, s.k), {}};
+  c.rows.resize(m * c.weight.kPadded);
+  for (uint8_t &v : c.rows)
+    v = static_cast<uint8_t>(xs(rng));
+  return c;
+}
+
 TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
   if (!packed::runs(packed::Isa::Amx))
     GTEST_SKIP() << "needs AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16) and the "
                     "operating system's leave to use them";
   std::mt19937 rng(19);
-  std::uniform_int_distribution<int> xs(0, 2 * kActivationLevels + 1);
-  std::uniform_int_distribution<int> ws(-127, 127);
+  // (One or two rows run vpdpbusd under Isa::Amx too: PackedGemm.cpp.)
   for (Shape s : {Shape{512, 512}, Shape{2048, 512}, Shape{512, 2048},
                   Shape{1000, 256}, Shape{48, 77}, Shape{33, 100}})
-    for (int64_t m : {1, 5, 16, 17, 23, 32, 48, 64, 100, 256}) {
-      std::vector<int8_t> w(s.n * s.k);
-      for (int8_t &v : w)
-        v = static_cast<int8_t>(ws(rng));
-      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
-      std::vector<uint8_t> x(m * pw.kPadded);
-      for (uint8_t &v : x)
-        v = static_cast<uint8_t>(xs(rng));
+    for (int64_t m : {1, 3, 5, 16, 17, 23, 32, 48, 64, 100, 256}) {
+      auto [pw, x] = randomInt8Case(s, m, rng);
       std::vector<int32_t> vnni(m * s.n, -1), avx2(m * s.n, -2),
           tiles(m * s.n, -3);
       packed::int8Products(x.data(), m, pw, avx2.data(), packed::Isa::Avx2);
@@ -261,21 +273,13 @@ TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
 /// partial row blocks and panels.
 TEST(PackedGemm, Int8LinearIsItsProductsDequantized) {
   std::mt19937 rng(29);
-  std::uniform_int_distribution<int> xs(1, 2 * kActivationLevels + 1);
-  std::uniform_int_distribution<int> ws(-127, 127);
   // (On AMX, 64 × 2100 runs pairs of row blocks, the others single ones:
   // PackedGemmAmx.cpp.)
   for (Shape s :
        {Shape{512, 512}, Shape{2048, 71}, Shape{48, 77}, Shape{33, 100},
         Shape{100, 33}, Shape{1000, 256}, Shape{64, 2100}})
-    for (int64_t m : {1, 5, 16, 17, 33, 64, 100, 130}) {
-      std::vector<int8_t> w(s.n * s.k);
-      for (int8_t &v : w)
-        v = static_cast<int8_t>(ws(rng));
-      packed::PackedWeight pw = packed::packInt8(w.data(), s.n, s.k);
-      std::vector<uint8_t> x(m * pw.kPadded);
-      for (uint8_t &v : x)
-        v = static_cast<uint8_t>(xs(rng));
+    for (int64_t m : {1, 3, 5, 16, 17, 33, 64, 100, 130}) {
+      auto [pw, x] = randomInt8Case(s, m, rng);
       std::vector<float> rowScales = normal(m, rng), wScale = normal(s.n, rng),
                          bias = normal(s.n, rng);
       for (float &v : rowScales)
