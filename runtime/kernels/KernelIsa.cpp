@@ -144,6 +144,10 @@ bool packed::bfloat16DotRuns(Isa isa) {
   return avx512Vectors(isa) && avx512::bfloat16DotAvailable();
 }
 
+bool packed::bfloat16Tiles(Isa isa) {
+  return isa == Isa::Amx && runs(Isa::Amx);
+}
+
 Isa packed::preferredIsa() {
   static const Isa isa = [] {
     std::string note;

@@ -654,10 +654,6 @@ thread_local Successors successors;
 
 } // namespace
 
-bool packed::bfloat16Tiles(Isa isa) {
-  return isa == Isa::Amx && runs(Isa::Amx);
-}
-
 void packed::linear(const float *x, int64_t m, const PackedWeight &w,
                     const float *bias, float *y, int32_t activation, Isa isa,
                     int threads, bool skipZeros) {

@@ -96,11 +96,6 @@ PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
 PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
 
-/// Whether linear() runs bfloat16 panels on AMX tiles with `isa` (Amx,
-/// where this process has them): their sums are not vdpbf16ps's bit for
-/// bit (PackedGemmAmx.cpp).
-bool bfloat16Tiles(Isa isa = preferredIsa());
-
 /// Panels [first, end) of share `t` of `threads`: whole pairs of panels
 /// (the AVX-512 tiles take two at a time), so every column is computed by
 /// the same tile code whatever the split, and results do not depend on it.

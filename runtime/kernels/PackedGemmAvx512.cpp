@@ -437,7 +437,8 @@ void int8Run(const uint8_t *xq, int64_t m, const PackedWeight &w, int32_t *acc,
       unsigned prefetchPanels = rows == m       ? 3u
                                 : tileIndex < 2 ? 1u << tileIndex
                                                 : 0u;
-      Int8Tile dst{acc + r * ld + col - firstColumn, ld};
+      // (With `to` there is no acc: no pointer into it, not even unused.)
+      Int8Tile dst{to ? nullptr : acc + r * ld + col - firstColumn, ld};
       if (to) {
         dst.to = to;
         dst.rowSums = w.rowSums.data();

@@ -118,6 +118,16 @@ QuantizedMatrix tfmc::runtime::quantizeRowsScalar(const float *w, int64_t rows,
   return quantizeEachRow(w, rows, cols, quantizeWeightRow);
 }
 
+QuantizedMatrix tfmc::runtime::quantizeRowsAvx2(const float *w, int64_t rows,
+                                                int64_t cols) {
+  return quantizeEachRow(w, rows, cols, quantizeWeightRowAvx2);
+}
+
+QuantizedMatrix tfmc::runtime::quantizeRowsAvx512(const float *w, int64_t rows,
+                                                  int64_t cols) {
+  return quantizeEachRow(w, rows, cols, quantizeWeightRowAvx512);
+}
+
 float tfmc::runtime::quantizeActivationRow(const float *x, int64_t n,
                                            int levels, int8_t *q) {
   float amax = 0;

@@ -44,6 +44,10 @@ QuantizedMatrix quantizeRows(const float *w, int64_t rows, int64_t cols);
 /// The same in plain scalar code, one value at a time (what the vector
 /// variants are tested against).
 QuantizedMatrix quantizeRowsScalar(const float *w, int64_t rows, int64_t cols);
+/// The AVX2 and the AVX-512 variant quantizeRows picks from (each needs its
+/// instruction set), so that each is tested wherever it runs.
+QuantizedMatrix quantizeRowsAvx2(const float *w, int64_t rows, int64_t cols);
+QuantizedMatrix quantizeRowsAvx512(const float *w, int64_t rows, int64_t cols);
 
 /// `count` floats rounded to float16 (floatToHalf's bits: nearest, ties to
 /// even, subnormals kept; values beyond the range become infinities, so

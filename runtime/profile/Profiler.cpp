@@ -2,7 +2,6 @@
 #include "runtime/profile/Profiler.h"
 
 #include "runtime/kernels/KernelIsa.h"
-#include "runtime/kernels/PackedGemm.h"
 
 #include <algorithm>
 #include <map>

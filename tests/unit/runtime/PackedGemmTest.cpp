@@ -272,6 +272,8 @@ TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
 /// followed by dequantizeRow(), for shapes with k past whole tiles and
 /// partial row blocks and panels.
 TEST(PackedGemm, Int8LinearIsItsProductsDequantized) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "the packed kernels need AVX2";
   std::mt19937 rng(29);
   // (On AMX, 64 × 2100 runs pairs of row blocks, the others single ones:
   // PackedGemmAmx.cpp.)

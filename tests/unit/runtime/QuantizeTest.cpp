@@ -64,10 +64,16 @@ TEST(Quantize, WeightRowsGetTheScalarCodesOnEveryCpu) {
           for (int64_t c = 1; c < cols; ++c)
             w[r * cols + c] = (static_cast<float>(c % 50) - 24.5f) / 16;
         }
-      QuantizedMatrix fast = quantizeRows(w.data(), rows, cols);
       QuantizedMatrix plain = quantizeRowsScalar(w.data(), rows, cols);
-      EXPECT_EQ(fast.scales, plain.scales) << cols << " " << variant;
-      EXPECT_EQ(fast.values, plain.values) << cols << " " << variant;
+      std::vector<QuantizedMatrix> fast = {quantizeRows(w.data(), rows, cols)};
+      if (__builtin_cpu_supports("avx2"))
+        fast.push_back(quantizeRowsAvx2(w.data(), rows, cols));
+      if (__builtin_cpu_supports("avx512f"))
+        fast.push_back(quantizeRowsAvx512(w.data(), rows, cols));
+      for (const QuantizedMatrix &q : fast) {
+        EXPECT_EQ(q.scales, plain.scales) << cols << " " << variant;
+        EXPECT_EQ(q.values, plain.values) << cols << " " << variant;
+      }
       if (variant == 3 && cols > 2) {
         EXPECT_EQ(plain.values[1], -24); // -23.5 and -24.5 round to -24
         EXPECT_EQ(plain.values[2], -22); // -22.5 rounds to -22
@@ -212,15 +218,20 @@ TEST(Quantize, TheAvx512QuantizerGivesTheAvx2CodesAndScale) {
         x[k - 1] = nan; // in the masked tail where k % 16
       if (variant == 4)
         x[k / 2] = -inf;
-      // Values exactly halfway between two codes (round half to even).
+      // Values exactly halfway between two codes (round half to even): the
+      // row's largest magnitude is the levels, so x · inv is x itself.
       if (variant == 0 && k > 4) {
-        x[0] = 1.0f;
-        x[1] = 1.5f / kActivationLevels;
-        x[2] = -2.5f / kActivationLevels;
+        x[0] = static_cast<float>(kActivationLevels);
+        x[1] = 1.5f;
+        x[2] = -2.5f;
       }
       std::vector<uint8_t> narrow(k, 1), wide(k, 2);
       float s2 = quantizeRowU8Avx2(x.data(), k, narrow.data());
       float s5 = quantizeRowU8Avx512(x.data(), k, wide.data());
+      if (variant == 0 && k > 4) {
+        EXPECT_EQ(wide[1], 2 + kActivationLevels + 1) << "1.5 rounds to 2";
+        EXPECT_EQ(wide[2], -2 + kActivationLevels + 1) << "-2.5 rounds to -2";
+      }
       if (std::isnan(s2))
         EXPECT_TRUE(std::isnan(s5)) << k << " " << variant;
       else
