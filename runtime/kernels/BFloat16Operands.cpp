@@ -42,6 +42,46 @@ __attribute__((target("avx2"))) void operandRow(const float *x, int64_t k,
     out[i] = bfloat16OperandOf(x[i]);
 }
 
+/// operands8 with 16 lanes: the same integer steps, masks for blends.
+__attribute__((target("avx512f,avx512bw"))) inline __m512i
+operands16(__mmask16 lanes, const float *x) {
+  __m512i bits = _mm512_maskz_loadu_epi32(lanes, x);
+  __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff));
+  __mmask16 nan =
+      _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
+  __m512i rounded = _mm512_add_epi32(
+      bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                             _mm512_and_si512(_mm512_srli_epi32(bits, 16),
+                                              _mm512_set1_epi32(1))));
+  __m512i quiet = _mm512_or_si512(bits, _mm512_set1_epi32(0x400000));
+  __m512i b =
+      _mm512_srli_epi32(_mm512_mask_blend_epi32(nan, rounded, quiet), 16);
+  __mmask16 subnormal = _mm512_testn_epi32_mask(b, _mm512_set1_epi32(0x7f80));
+  return _mm512_mask_and_epi32(b, subnormal, b, _mm512_set1_epi32(0x8000));
+}
+
+__attribute__((target("avx512f,avx512bw"))) void
+operandRowAvx512(const float *x, int64_t k, uint16_t *out) {
+  // 32 values at a time: packus works within 128-bit lanes (lane L: the
+  // first vector's lane L, then the second's), a permutation of quadwords
+  // restores the order (the values are below 2^16: nothing saturates).
+  const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32)
+    _mm512_storeu_si512(
+        out + i,
+        _mm512_permutexvar_epi64(
+            order, _mm512_packus_epi32(operands16(0xFFFF, x + i),
+                                       operands16(0xFFFF, x + i + 16))));
+  for (; i < k; i += 16) {
+    const __mmask16 lanes = k - i >= 16
+                                ? __mmask16(0xFFFF)
+                                : static_cast<__mmask16>((1u << (k - i)) - 1);
+    // The 32-bit lanes hold values below 2^16: vpmovdw keeps them.
+    _mm512_mask_cvtepi32_storeu_epi16(out + i, lanes, operands16(lanes, x + i));
+  }
+}
+
 bool hasAvx2() {
   static const bool ok = __builtin_cpu_supports("avx2");
   return ok;
@@ -50,11 +90,14 @@ bool hasAvx2() {
 } // namespace
 
 void tfmc::runtime::bfloat16Operands(const float *x, int64_t m, int64_t k,
-                                     uint16_t *out) {
+                                     uint16_t *out, packed::Isa isa) {
   const int64_t stride = 2 * pairsOf(k);
+  const bool wide = packed::avx512Vectors(isa);
   for (int64_t r = 0; r < m; ++r) {
     uint16_t *row = out + r * stride;
-    if (hasAvx2())
+    if (wide)
+      operandRowAvx512(x + r * k, k, row);
+    else if (hasAvx2())
       operandRow(x + r * k, k, row);
     else
       for (int64_t i = 0; i < k; ++i)

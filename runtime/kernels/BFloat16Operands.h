@@ -18,6 +18,7 @@
 #define RUNTIME_KERNELS_BFLOAT16OPERANDS_H
 
 #include "frontends/model/BFloat16.h"
+#include "runtime/kernels/KernelIsa.h"
 
 #include <cstdint>
 
@@ -37,9 +38,10 @@ inline uint16_t bfloat16OperandOf(float x) {
 /// Rows [m, k] of x (row-major) rounded to bfloat16 operands, into rows of
 /// `pairsOf(k)` pairs: out[r · 2 · pairs + i] for i < k, the odd k's slot of
 /// the last pair zero where k is odd. A pair read as one 32-bit word holds
-/// its even k in the low half, as vdpbf16ps takes it. Needs AVX2 for
-/// speed (a plain loop otherwise).
-void bfloat16Operands(const float *x, int64_t m, int64_t k, uint16_t *out);
+/// its even k in the low half, as vdpbf16ps takes it. With the vectors of
+/// `isa` (AVX-512 or AVX2; a plain loop without AVX2), the same bits.
+void bfloat16Operands(const float *x, int64_t m, int64_t k, uint16_t *out,
+                      packed::Isa isa = packed::preferredIsa());
 
 /// Pairs of k in a bfloat16 layer's rows (k rounded up to even, halved).
 constexpr int64_t pairsOf(int64_t k) { return (k + 1) / 2; }

@@ -13,6 +13,15 @@ using namespace tfmc::runtime;
 
 namespace {
 
+/// The instruction sets whose vectors run here.
+std::vector<packed::Isa> isasHere() {
+  std::vector<packed::Isa> isas;
+  for (packed::Isa isa : {packed::Isa::Avx2, packed::Isa::Avx512})
+    if (packed::runs(isa))
+      isas.push_back(isa);
+  return isas;
+}
+
 float fromBits(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, sizeof(f));
@@ -51,11 +60,14 @@ TEST(BFloat16Operands, RoundToNearestEvenKeepNaNsFlushSubnormals) {
     // The vector rows give the same, at every position of a 16-wide block
     // and of the tail.
     std::vector<float> row(37, x);
-    std::vector<uint16_t> out(2 * pairsOf(37));
-    bfloat16Operands(row.data(), 1, 37, out.data());
-    for (int i = 0; i < 37; ++i)
-      EXPECT_EQ(out[i], c.want) << std::hex << c.in << " at " << std::dec << i;
-    EXPECT_EQ(out[37], 0) << "an odd k's last pair ends in a zero";
+    for (packed::Isa isa : isasHere()) {
+      std::vector<uint16_t> out(2 * pairsOf(37), 0xffff);
+      bfloat16Operands(row.data(), 1, 37, out.data(), isa);
+      for (int i = 0; i < 37; ++i)
+        EXPECT_EQ(out[i], c.want) << std::hex << c.in << " at " << std::dec << i
+                                  << " isa " << static_cast<int>(isa);
+      EXPECT_EQ(out[37], 0) << "an odd k's last pair ends in a zero";
+    }
   }
 }
 
@@ -66,6 +78,21 @@ TEST(BFloat16Operands, RowsArePairsOfTheScalarRounding) {
     std::vector<float> x = tfmc::testing::normal(m * k, rng);
     for (size_t i = 0; i < x.size(); i += 7)
       x[i] *= 1e-38f; // subnormals among them
+    for (size_t i = 3; i < x.size(); i += 11)
+      x[i] = i % 2 ? std::numeric_limits<float>::quiet_NaN()
+                   : -std::numeric_limits<float>::infinity();
+    for (packed::Isa isa : isasHere()) {
+      std::vector<uint16_t> out(m * stride, 0xffff);
+      bfloat16Operands(x.data(), m, k, out.data(), isa);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t i = 0; i < k; ++i)
+          ASSERT_EQ(out[r * stride + i], bfloat16OperandOf(x[r * k + i]))
+              << "k " << k << " " << r << "," << i << " isa "
+              << static_cast<int>(isa);
+        if (k % 2)
+          EXPECT_EQ(out[r * stride + k], 0);
+      }
+    }
     std::vector<uint16_t> out(m * stride, 0xffff);
     bfloat16Operands(x.data(), m, k, out.data());
     std::vector<float> widened(x.size());
@@ -78,7 +105,7 @@ TEST(BFloat16Operands, RowsArePairsOfTheScalarRounding) {
         EXPECT_EQ(upperHalf(widened[r * k + i]), want);
         // Within half a bfloat16 ulp (2^-8 relative) of the input, or zero.
         float v = widened[r * k + i];
-        if (v != 0.0f)
+        if (v != 0.0f && std::isfinite(x[r * k + i]))
           EXPECT_LE(std::fabs(v - x[r * k + i]), std::ldexp(std::fabs(v), -8));
       }
       if (k % 2)
