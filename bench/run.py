@@ -64,6 +64,21 @@ def weight_bytes_per_step(a, vocab, ct="float32"):
     return layers + projection + 4 * vocab
 
 
+def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
+    """The largest share of sgemm a float32 greedy step at `batch` rows can
+    reach on a machine with these probe rates, as a step runs: its GEMMs at
+    sgemm's rate or its weights at the read rate, whichever is slower, then
+    attention reading the keys and values (self caches at steps/2 positions
+    on average, cross rows at src_len, float32) at the read rate. The
+    step's FLOP (flops_per_token) over that time, over sgemm."""
+    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
+    gemm = batch * (L * 2 * (6 * d * d + 2 * d * ff) + 2 * d * vocab) / (sgemm_gflops * 1e9)
+    weights = weight_bytes_per_step(a, vocab) / (read_gbs * 1e9)
+    keys_values = L * batch * (steps / 2 + src_len) * 2 * d * 4 / (read_gbs * 1e9)
+    step = max(gemm, weights) + keys_values
+    return batch * flops_per_token(a, src_len, steps, vocab) / (sgemm_gflops * 1e9) / step
+
+
 STATS = re.compile(r"(\d+) tokens in [\d.]+ s: .* load\+compile ([\d.]+) s \(JIT ([\d.]+) s\), "
                    r"encode ([\d.]+) s, decode ([\d.]+) s .*, ([\d.]+) tokens/s decoding")
 
@@ -393,6 +408,13 @@ def main():
         print("tfmc bfloat16 against the " + ("AMX tile" if tile_peak else "vdpbf16ps")
               + " rate (one thread's on registers alone, times the threads): "
               + ", ".join(dots))
+    ceilings = [f"batch {b} threads {t}: "
+                f"{100 * float32_ceiling(arch, args.src_len, args.steps, tgt_vocab, b, limits[t]['sgemm_gflops'], limits[t]['read_gbs']):.0f}%"
+                for (b, t) in sorted(base) if b > 1 and limits.get(t, {}).get("sgemm_gflops")]
+    if ceilings:
+        print("float32 ceiling from the probe at the start (GEMMs at sgemm's rate or the "
+              "weights at the read rate, whichever is slower, then attention's keys and "
+              "values at the read rate; % of sgemm): " + ", ".join(ceilings))
     ints = [f"batch {r['batch']} threads {r['threads']}: "
             f"{100 * r['tfmc'] * fpt / 1e9 / tile_peak[r['threads']]:.0f}%"
             for r in rows if r["ct"] == "int8" and r["threads"] in tile_peak]
