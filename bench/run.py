@@ -38,13 +38,20 @@ def run(cmd):
     return out, err, usage.ru_maxrss / 1024.0
 
 
+def gemm_flops_per_token(a, vocab):
+    """The linear layers' multiply-adds x2 of one generated token (self
+    attention's four projections, cross attention's query and output, the
+    feed-forward pair, the output projection)."""
+    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
+    return L * 2 * (4 * d * d + 2 * d * d + 2 * d * ff) + 2 * d * vocab
+
+
 def flops_per_token(a, src_len, steps, vocab):
     """Multiply-adds x2 of one generated token with a KV cache (average
     self-attention length steps/2), cross keys/values precomputed."""
-    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
-    dense = 2 * (4 * d * d + 2 * d * d + 2 * d * ff)
+    d, L = a["d_model"], a["num_decoder_layers"]
     attention = 2 * 2 * d * (steps / 2 + src_len)
-    return L * (dense + attention) + 2 * d * vocab
+    return gemm_flops_per_token(a, vocab) + L * attention
 
 
 def weight_bytes_per_step(a, vocab, ct="float32"):
@@ -71,8 +78,8 @@ def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
     attention reading the keys and values (self caches at steps/2 positions
     on average, cross rows at src_len, float32) at the read rate. The
     step's FLOP (flops_per_token) over that time, over sgemm."""
-    d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
-    gemm = batch * (L * 2 * (6 * d * d + 2 * d * ff) + 2 * d * vocab) / (sgemm_gflops * 1e9)
+    d, L = a["d_model"], a["num_decoder_layers"]
+    gemm = batch * gemm_flops_per_token(a, vocab) / (sgemm_gflops * 1e9)
     weights = weight_bytes_per_step(a, vocab) / (read_gbs * 1e9)
     keys_values = L * batch * (steps / 2 + src_len) * 2 * d * 4 / (read_gbs * 1e9)
     step = max(gemm, weights) + keys_values

@@ -20,21 +20,17 @@ quantize8(const float *p, __m256 inv, __m256i offset) {
       _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p), inv)), offset);
 }
 
-/// Quantizes one input row to [-levels, levels] (as quantizeActivationRow)
-/// and stores q + levels + 1 as unsigned bytes; returns the row's scale.
-/// AVX2: vcvtps2dq rounds half to even like the scalar and loop kernels.
+/// max |x[i]| as largestMagnitudeAvx512 finds it, 8 lanes a vector.
 __attribute__((target("avx2"))) float
-tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
-  // max |x| as in largestMagnitudeAvx512: the magnitudes' bits as unsigned
-  // integers (NaNs above infinity), four vectors at a time.
+tfmc::runtime::largestMagnitudeAvx2(const float *x, int64_t k) {
   const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
-  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
-  int64_t i = 0;
   auto bitsAt = [ x, magnitude ](int64_t at) __attribute__((target("avx2"))) {
     return _mm256_and_si256(
         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + at)),
         magnitude);
   };
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
     m0 = _mm256_max_epu32(m0, bitsAt(i));
     m1 = _mm256_max_epu32(m1, bitsAt(i + 8));
@@ -55,10 +51,20 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
     std::memcpy(&bits, x + i, sizeof(bits));
     largest = std::max(largest, bits & 0x7FFFFFFFu);
   }
-  const bool nan = largest > 0x7F800000u;
+  if (largest > 0x7F800000u)
+    return std::numeric_limits<float>::quiet_NaN();
   float amax;
   std::memcpy(&amax, &largest, sizeof(amax));
-  if (nan || std::isinf(amax)) {
+  return amax;
+}
+
+/// Quantizes one input row to [-levels, levels] (as quantizeActivationRow)
+/// and stores q + levels + 1 as unsigned bytes; returns the row's scale.
+/// AVX2: vcvtps2dq rounds half to even like the scalar and loop kernels.
+__attribute__((target("avx2"))) float
+tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
+  const float amax = largestMagnitudeAvx2(x, k);
+  if (!std::isfinite(amax)) {
     // Codes 0 (stored as levels + 1), and outputs NaN (Quantize.h).
     std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
     return nonFiniteRowScale();
@@ -70,7 +76,7 @@ tfmc::runtime::quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out) {
   // 32 values at a time: int32 -> int16 -> uint8 (values in [1, 127]), the
   // packs interleave 128-bit lanes, a final permutation restores the order.
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  i = 0;
+  int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
     __m256i ab = _mm256_packs_epi32(quantize8(x + i, vinv, offset),
                                     quantize8(x + i + 8, vinv, offset));
@@ -127,7 +133,8 @@ tfmc::runtime::largestMagnitudeAvx512(const float *x, int64_t k) {
 __attribute__((target("avx512f,avx512bw"))) float
 tfmc::runtime::quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out) {
   const float amax = largestMagnitudeAvx512(x, k);
-  if (std::isnan(amax) || std::isinf(amax)) {
+  if (!std::isfinite(amax)) {
+    // Codes 0 (stored as levels + 1), and outputs NaN (Quantize.h).
     std::fill(out, out + k, static_cast<uint8_t>(kActivationLevels + 1));
     return nonFiniteRowScale();
   }
@@ -206,20 +213,17 @@ __attribute__((target("avx512f"))) void tfmc::runtime::dequantizeRowAvx512(
     const int32_t *acc, const int32_t *rowSums, int32_t offset, float xScale,
     const float *wScale, const float *bias, float *out, int64_t n, bool relu) {
   const __m512i voff = _mm512_set1_epi32(offset);
-  const __m512 vxs = _mm512_set1_ps(xScale), zero = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 lanes = n - j >= 16
                                 ? __mmask16(0xFFFF)
                                 : static_cast<__mmask16>((1u << (n - j)) - 1);
-    __m512i exact = _mm512_sub_epi32(
-        _mm512_maskz_loadu_epi32(lanes, acc + j),
-        _mm512_mullo_epi32(voff, _mm512_maskz_loadu_epi32(lanes, rowSums + j)));
-    __m512 scale = _mm512_mul_ps(vxs, _mm512_maskz_loadu_ps(lanes, wScale + j));
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale,
-                               _mm512_maskz_loadu_ps(lanes, bias + j));
-    if (relu)
-      v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
-    _mm512_mask_storeu_ps(out + j, lanes, v);
+    _mm512_mask_storeu_ps(
+        out + j, lanes,
+        dequantizedLanes(_mm512_maskz_loadu_epi32(lanes, acc + j),
+                         _mm512_mullo_epi32(voff, _mm512_maskz_loadu_epi32(
+                                                      lanes, rowSums + j)),
+                         xScale, _mm512_maskz_loadu_ps(lanes, wScale + j),
+                         _mm512_maskz_loadu_ps(lanes, bias + j), relu));
   }
 }
 

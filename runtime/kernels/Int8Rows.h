@@ -9,6 +9,8 @@
 #ifndef RUNTIME_KERNELS_INT8ROWS_H
 #define RUNTIME_KERNELS_INT8ROWS_H
 
+#include <immintrin.h>
+
 #include <cstdint>
 
 namespace tfmc::runtime {
@@ -18,7 +20,9 @@ namespace tfmc::runtime {
 /// Needs AVX2 (vcvtps2dq rounds half to even like the scalar and loop
 /// kernels).
 float quantizeRowU8Avx2(const float *x, int64_t k, uint8_t *out);
-/// max |x[i]| over k floats, or NaN where one is a NaN. Needs AVX-512.
+/// max |x[i]| over k floats, or NaN where one is a NaN. Needs AVX2 /
+/// AVX-512.
+float largestMagnitudeAvx2(const float *x, int64_t k);
 float largestMagnitudeAvx512(const float *x, int64_t k);
 /// The same with AVX-512 (the same codes and scale).
 float quantizeRowU8Avx512(const float *x, int64_t k, uint8_t *out);
@@ -37,6 +41,20 @@ void dequantizeRowAvx2(const int32_t *acc, const int32_t *rowSums,
 void dequantizeRowAvx512(const int32_t *acc, const int32_t *rowSums,
                          int32_t offset, float xScale, const float *wScale,
                          const float *bias, float *out, int64_t n, bool relu);
+/// 16 outputs of one row as every dequantizer makes them: `sums` minus
+/// `offsets` (offset · rowSums, lane by lane), to float, times xScale ·
+/// wScale, plus bias in one rounding, then the ReLU (max(0, v): a NaN
+/// stays). dequantizeRowAvx512 and the AVX-512 and AMX kernels that turn
+/// their sums into outputs (PackedGemm.h, int8Linear) all call this, so
+/// they agree bit for bit.
+__attribute__((target("avx512f"))) inline __m512
+dequantizedLanes(__m512i sums, __m512i offsets, float xScale, __m512 wScale,
+                 __m512 bias, bool relu) {
+  __m512 v =
+      _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, offsets)),
+                      _mm512_mul_ps(_mm512_set1_ps(xScale), wScale), bias);
+  return relu ? _mm512_max_ps(_mm512_setzero_ps(), v) : v;
+}
 /// The variant of preferredIsa()'s vectors (AVX-512 or AVX2; needs AVX2).
 void dequantizeRow(const int32_t *acc, const int32_t *rowSums, int32_t offset,
                    float xScale, const float *wScale, const float *bias,

@@ -144,9 +144,9 @@ bool packed::bfloat16DotRuns(Isa isa) {
   return avx512Vectors(isa) && avx512::bfloat16DotAvailable();
 }
 
-bool packed::bfloat16Tiles(Isa isa) {
-  return isa == Isa::Amx && runs(Isa::Amx);
-}
+bool packed::tilesRun(Isa isa) { return isa == Isa::Amx && runs(Isa::Amx); }
+
+bool packed::bfloat16Tiles(Isa isa) { return tilesRun(isa); }
 
 Isa packed::preferredIsa() {
   static const Isa isa = [] {

@@ -45,8 +45,10 @@ Isa preferredIsa();
 /// the AVX2 kernel's widened pairs, the same sums at float32's multiply
 /// rate.
 bool bfloat16DotRuns(Isa isa = preferredIsa());
+/// Whether `isa` runs AMX tiles here (Amx, where this process has them).
+bool tilesRun(Isa isa = preferredIsa());
 /// Whether the packed kernels run bfloat16 panels on AMX tiles with `isa`
-/// (Amx, where this process has them): their sums are not vdpbf16ps's bit
+/// (tilesRun(isa), at every row count): their sums are not vdpbf16ps's bit
 /// for bit (PackedGemmAmx.cpp).
 bool bfloat16Tiles(Isa isa = preferredIsa());
 

@@ -414,9 +414,7 @@ namespace {
 /// model's shapes, alternating calls: 1-2 rows 1.4x faster without tiles,
 /// 3 rows 1.3-1.4x faster with them, 8 rows 1.3-1.8x, 16 rows 2-3x); the
 /// sums are exact either way, so the outputs are the same.
-bool int8Tiles(Isa isa, int64_t m) {
-  return isa == Isa::Amx && m >= 3 && runs(Isa::Amx);
-}
+bool int8Tiles(Isa isa, int64_t m) { return m >= 3 && tilesRun(isa); }
 
 } // namespace
 
@@ -449,8 +447,8 @@ void packed::int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
       avx512::int8Linear(xq, m, w, to, first, end);
       return;
     }
-    // AVX2: blocks of about 64 KB of sums, dequantized while they are in
-    // cache.
+    // (isa is Avx2 here.) Blocks of about 64 KB of sums, dequantized while
+    // they are in cache.
     const int64_t blockPanels =
         std::max<int64_t>(2, (int64_t(1) << 14) / (m * kPanel) / 2 * 2);
     thread_local std::vector<int32_t> acc;
@@ -460,9 +458,9 @@ void packed::int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
       const int64_t c0 = p * kPanel, width = std::min(w.n, stop * kPanel) - c0;
       int8ProductsBlock(xq, m, w, acc.data(), width, p, stop, isa);
       for (int64_t r = 0; r < m; ++r)
-        dequantizeRow(acc.data() + r * width, w.rowSums.data() + c0, to.offset,
-                      to.rowScales[r], to.wScale + c0, to.bias + c0,
-                      to.y + r * to.ldy + c0, width, to.relu);
+        dequantizeRowAvx2(acc.data() + r * width, w.rowSums.data() + c0,
+                          to.offset, to.rowScales[r], to.wScale + c0,
+                          to.bias + c0, to.y + r * to.ldy + c0, width, to.relu);
     }
   });
 }

@@ -131,9 +131,10 @@ struct Int8Outputs {
   int64_t ldy;
 };
 /// int8Products() turned into outputs by `to`, the columns split between
-/// `threads` as there: every output has dequantizeRow()'s bits. On AMX the
-/// sums are turned into outputs as they leave the tiles; otherwise each
-/// thread's columns go through a block of sums of its own.
+/// `threads` as there: every output has dequantizeRow()'s bits. The AMX
+/// and AVX-512 kernels turn their sums into outputs as they leave the tiles
+/// or registers; with AVX2 each thread's columns go through a block of sums
+/// of its own.
 void int8Linear(const uint8_t *xq, int64_t m, const PackedWeight &w,
                 const Int8Outputs &to, Isa isa = preferredIsa(),
                 int threads = 1);

@@ -31,6 +31,7 @@
 
 #include "runtime/kernels/AmxTiles.h"
 #include "runtime/kernels/BFloat16Operands.h"
+#include "runtime/kernels/Int8Rows.h"
 
 #include <immintrin.h>
 
@@ -217,16 +218,11 @@ TFMC_AMX void dequantizeTile(const int32_t *sums, int rows, int64_t width,
       _mm512_set1_epi32(to.offset), _mm512_maskz_loadu_epi32(lanes, rowSums));
   const __m512 wScale = _mm512_maskz_loadu_ps(lanes, to.wScale + col);
   const __m512 bias = _mm512_maskz_loadu_ps(lanes, to.bias + col);
-  const __m512 zero = _mm512_setzero_ps();
-  for (int r = 0; r < rows; ++r) {
-    __m512i exact =
-        _mm512_sub_epi32(_mm512_load_si512(sums + r * kTileRows), offsets);
-    __m512 scale = _mm512_mul_ps(_mm512_set1_ps(to.rowScales[row + r]), wScale);
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, bias);
-    if (to.relu)
-      v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
-    _mm512_mask_storeu_ps(to.y + (row + r) * to.ldy + col, lanes, v);
-  }
+  for (int r = 0; r < rows; ++r)
+    _mm512_mask_storeu_ps(
+        to.y + (row + r) * to.ldy + col, lanes,
+        dequantizedLanes(_mm512_load_si512(sums + r * kTileRows), offsets,
+                         to.rowScales[row + r], wScale, bias, to.relu));
 }
 
 /// out (m × panels' columns, rows `ld` apart, panel firstPanel's first

@@ -15,6 +15,7 @@
 #include "runtime/kernels/PackedGemmIsa.h"
 
 #include "runtime/kernels/BFloat16Operands.h"
+#include "runtime/kernels/Int8Rows.h"
 
 #include <immintrin.h>
 
@@ -283,10 +284,6 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   }
 }
 
-/// Rows × (Panels · 16) int32 sums over the k groups of one or two int8
-/// panels (`panelBytes` apart). The tile prefetches those of the next
-/// Panels panels whose bits are set in `prefetchPanels`, a row at each
-/// step, into L1.
 /// Where a tile's sums go: int32 sums at `out` (rows `ldy` apart), or, with
 /// `to`, the layer's outputs as dequantizeRow() makes them, rows from `row`
 /// and `width` (1-32) columns from `col`.
@@ -298,6 +295,10 @@ struct Int8Tile {
   int64_t row = 0, col = 0, width = 0;
 };
 
+/// Rows × (Panels · 16) int32 sums over the k groups of one or two int8
+/// panels (`panelBytes` apart). The tile prefetches those of the next
+/// Panels panels whose bits are set in `prefetchPanels`, a row at each
+/// step, into L1.
 template <int Rows, int Panels>
 TFMC_AVX512_VNNI void
 tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
@@ -329,7 +330,7 @@ tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
         _mm512_storeu_si512(dst.out + r * dst.ldy + p * kPanel, acc[r][p]);
     return;
   }
-  // The outputs, lane for lane as dequantizeRow() computes them.
+  // The outputs, as dequantizeRow() computes them (dequantizedLanes).
   const Int8Outputs &to = *dst.to;
   __mmask16 lanes[Panels];
   __m512i offsets[Panels];
@@ -344,19 +345,12 @@ tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t panelBytes,
     wScale[p] = _mm512_maskz_loadu_ps(lanes[p], to.wScale + col);
     bias[p] = _mm512_maskz_loadu_ps(lanes[p], to.bias + col);
   }
-  const __m512 zero = _mm512_setzero_ps();
-  for (int r = 0; r < Rows; ++r) {
-    const __m512 xScale = _mm512_set1_ps(to.rowScales[dst.row + r]);
-    for (int p = 0; p < Panels; ++p) {
-      __m512i exact = _mm512_sub_epi32(acc[r][p], offsets[p]);
-      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact),
-                                 _mm512_mul_ps(xScale, wScale[p]), bias[p]);
-      if (to.relu)
-        v = _mm512_max_ps(zero, v); // a NaN (second operand) stays
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p)
       _mm512_mask_storeu_ps(
-          to.y + (dst.row + r) * to.ldy + dst.col + p * kPanel, lanes[p], v);
-    }
-  }
+          to.y + (dst.row + r) * to.ldy + dst.col + p * kPanel, lanes[p],
+          dequantizedLanes(acc[r][p], offsets[p], to.rowScales[dst.row + r],
+                           wScale[p], bias[p], to.relu));
 }
 
 template <int Panels>

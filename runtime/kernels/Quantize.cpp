@@ -53,19 +53,8 @@ quantizeWeightRowAvx512(const float *row, int64_t cols, int8_t *out) {
 
 __attribute__((target("avx2"))) float
 quantizeWeightRowAvx2(const float *row, int64_t cols, int8_t *out) {
-  const __m256 signMask = _mm256_set1_ps(-0.0f);
-  __m256 vmax = _mm256_setzero_ps();
+  const float amax = largestMagnitudeAvx2(row, cols);
   int64_t c = 0;
-  for (; c + 8 <= cols; c += 8)
-    vmax = _mm256_max_ps(vmax,
-                         _mm256_andnot_ps(signMask, _mm256_loadu_ps(row + c)));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, vmax);
-  float amax = 0;
-  for (float l : lanes)
-    amax = std::max(amax, l);
-  for (; c < cols; ++c)
-    amax = std::max(amax, std::fabs(row[c]));
   const float scalarInv = quantizationFactor(127.0f, amax);
   const __m256 inv = _mm256_set1_ps(scalarInv);
   const __m256i low = _mm256_set1_epi32(-127), high = _mm256_set1_epi32(127);
@@ -83,10 +72,6 @@ quantizeWeightRowAvx2(const float *row, int64_t cols, int8_t *out) {
         std::clamp(std::nearbyint(row[c] * scalarInv), -127.0f, 127.0f));
   return amax / 127.0f;
 }
-
-} // namespace
-
-namespace {
 
 using RowQuantizer = float (*)(const float *, int64_t, int8_t *);
 
@@ -106,10 +91,12 @@ QuantizedMatrix quantizeEachRow(const float *w, int64_t rows, int64_t cols,
 
 QuantizedMatrix tfmc::runtime::quantizeRows(const float *w, int64_t rows,
                                             int64_t cols) {
+  // The kernels' one choice of instruction set (KernelIsa.h): the codes
+  // are the same in every variant.
   static const RowQuantizer quantizeRow =
-      __builtin_cpu_supports("avx512f") ? quantizeWeightRowAvx512
-      : __builtin_cpu_supports("avx2")  ? quantizeWeightRowAvx2
-                                        : quantizeWeightRow;
+      packed::avx512Vectors(packed::preferredIsa()) ? quantizeWeightRowAvx512
+      : packed::availableOnThisCpu()                ? quantizeWeightRowAvx2
+                                                    : quantizeWeightRow;
   return quantizeEachRow(w, rows, cols, quantizeRow);
 }
 

@@ -38,10 +38,8 @@ Profiler::start(const CompiledModel &model, int threads) {
                        : packed::bfloat16DotRuns() ? probeBFloat16DotGflops()
                                                    : 0.0);
   if (int8)
-    p->int8Gops = threadCount * (packed::preferredIsa() == packed::Isa::Amx &&
-                                         packed::runs(packed::Isa::Amx)
-                                     ? probeTileGflops(true)
-                                     : probeInt8DotGops());
+    p->int8Gops = threadCount * (packed::tilesRun() ? probeTileGflops(true)
+                                                    : probeInt8DotGops());
   p->host = hostDescription();
   if (!profile::attach(p->counters.get(), p->size,
                        static_cast<int64_t>(p->ops.size())))
