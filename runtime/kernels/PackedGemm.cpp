@@ -2,6 +2,7 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Int8Rows.h"
 #include "runtime/kernels/PackedGemmIsa.h"
+#include "runtime/kernels/PanelPrefetch.h"
 
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/BFloat16Operands.h"
@@ -56,10 +57,17 @@ loadPanelRow(const void *panel, int64_t c, __m256 &lo, __m256 &hi) {
   }
 }
 
-/// Which rows of the next panel a row tile prefetches: those whose step c
-/// has (c & mask) == phase.
-struct PrefetchRows {
+/// What a tile requests of the next panel: at each step c with
+/// (c & mask) == phase, row c (`RowBytes` bytes a row) of the panel at
+/// `next`.
+template <int64_t RowBytes> struct PhaseRowsAhead {
+  const char *next;
   int64_t mask = 0, phase = 0;
+
+  template <Request Into> void at(int64_t, int64_t c) {
+    if ((c & mask) == phase)
+      _mm_prefetch(next + c * RowBytes, _MM_HINT_T0);
+  }
 };
 
 /// Bytes of a panel row: one k step of float32 or halves, one pair of k of
@@ -70,18 +78,17 @@ template <PanelFormat Format> constexpr int64_t panelRowBytes() {
 
 /// Rows x 16 columns of y starting at (row 0, panel column 0): accumulators
 /// start from the bias, the k loop streams the panel once, over `count`
-/// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`. With
-/// Prefetch, the tile also prefetches `rows` of the next panel at the same
-/// pace, into L1 (run() says which tiles, which rows). With bfloat16 panels
-/// a step is a pair of k (k counts pairs), and x holds the rows' bfloat16
+/// steps: c = 0 .. count - 1, or (Sparse) the listed `steps`, requesting
+/// `ahead` (run() says what) into L1 meanwhile. With bfloat16 panels a
+/// step is a pair of k (k counts pairs), and x holds the rows' bfloat16
 /// operands widened to floats, rows 2k apart (widenBFloat16Operands()):
 /// each pair of the panel widened, the odd k's FMA before the even one's,
 /// as vdpbf16ps adds them.
-template <int Rows, PanelFormat Format, bool Prefetch, bool Sparse>
+template <int Rows, PanelFormat Format, bool Sparse, class Ahead>
 __attribute__((target("avx2,fma,f16c"))) void
 tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
-     const void *panel, const char *nextPanel, PrefetchRows rows,
-     const float *bias16, float *out16, int64_t ldy) {
+     const void *panel, Ahead ahead, const float *bias16, float *out16,
+     int64_t ldy) {
   __m256 lo[Rows], hi[Rows];
   __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
   for (int r = 0; r < Rows; ++r) {
@@ -91,9 +98,7 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
   constexpr int64_t rowBytes = panelRowBytes<Format>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
-    if constexpr (Prefetch)
-      if ((c & rows.mask) == rows.phase)
-        _mm_prefetch(nextPanel + c * rowBytes, _MM_HINT_T0);
+    ahead.template at<Request::IntoL1>(s, c);
     if constexpr (Format == PanelFormat::BF16) {
       // Columns 0-7 and 8-15, a (even, odd) pair in each 32-bit lane: the
       // even k's value is the lane shifted up, the odd k's its upper half.
@@ -131,43 +136,39 @@ tile(const float *x, int64_t k, const int32_t *steps, int64_t count,
   }
 }
 
-template <int Rows, PanelFormat Format, bool Prefetch>
+template <int Rows, PanelFormat Format, class Ahead>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
-          const void *panel, const char *nextPanel, PrefetchRows rows,
-          const float *bias16, float *out16, int64_t ldy) {
+          const void *panel, Ahead ahead, const float *bias16, float *out16,
+          int64_t ldy) {
   if (steps)
-    tile<Rows, Format, Prefetch, true>(x, k, steps, count, panel, nextPanel,
-                                       rows, bias16, out16, ldy);
+    tile<Rows, Format, true>(x, k, steps, count, panel, ahead, bias16, out16,
+                             ldy);
   else
-    tile<Rows, Format, Prefetch, false>(x, k, steps, count, panel, nextPanel,
-                                        rows, bias16, out16, ldy);
+    tile<Rows, Format, false>(x, k, steps, count, panel, ahead, bias16, out16,
+                              ldy);
 }
 
 /// The tile of `t`'s row count (6, 4, 2 or 1) and steps.
-template <PanelFormat Format, bool Prefetch>
+template <PanelFormat Format, class Ahead>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
-         const void *panel, const char *nextPanel, PrefetchRows rows,
-         const float *bias16, float *out16, int64_t ldy) {
+         const void *panel, Ahead ahead, const float *bias16, float *out16,
+         int64_t ldy) {
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
   switch (t.rows) {
   case 6:
-    tileSteps<6, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
-                                   bias16, out16, ldy);
+    tileSteps<6, Format>(x, k, steps, count, panel, ahead, bias16, out16, ldy);
     break;
   case 4:
-    tileSteps<4, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
-                                   bias16, out16, ldy);
+    tileSteps<4, Format>(x, k, steps, count, panel, ahead, bias16, out16, ldy);
     break;
   case 2:
-    tileSteps<2, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
-                                   bias16, out16, ldy);
+    tileSteps<2, Format>(x, k, steps, count, panel, ahead, bias16, out16, ldy);
     break;
   default:
-    tileSteps<1, Format, Prefetch>(x, k, steps, count, panel, nextPanel, rows,
-                                   bias16, out16, ldy);
+    tileSteps<1, Format>(x, k, steps, count, panel, ahead, bias16, out16, ldy);
     break;
   }
 }
@@ -206,15 +207,19 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   // multiple of 16 goes through a scratch row block.
   alignas(32) float scratch[kNarrowTileRows * kPanel];
   alignas(32) float biasTail[kPanel] = {};
-  // The next panel is prefetched; after the weight's last one, the start of
-  // `after` (the next layer's panels). The first row tile requests it,
-  // or, where the second tile is a full one, the first requests its even
-  // rows and the second its odd ones. Against the first tile alone, a
-  // decoder step's float32 layers (`tfmc-bench-linear --step 6`,
-  // TFMC_KERNEL_ISA=avx2 on an AVX-512 EPYC, 2026-12-05), alternating step
-  // by step, medians of 100 steps: 1.25x faster at 16 rows, 1.29x at 12,
-  // 1.24x at 14, 1.12x at 24, 1.09x at 32, 1.04x at 64; a short second
-  // tile (6 + 4, 6 + 2, 6 + 1 rows) gained nothing (1.03-1.11x slower).
+  // The next panel is requested as the tiles run over this one; after the
+  // weight's last one, the start of `after` (the next layer's panels). Of
+  // more than two tiles, each requests its share (PanelPrefetch.h): a
+  // decoder step's float32 layers, TFMC_KERNEL_ISA=avx2 on a Sapphire
+  // Rapids class Xeon, the library before and after in one process
+  // alternating step by step, medians of 100 steps: 1.54x faster at 16
+  // rows (3 tiles), 1.63x at 64, level at 1 and 8 (2026-12-06). Of one or
+  // two, the first tile requests it, or, where the second is a full one,
+  // the first its even rows and the second its odd ones. Against the first
+  // tile alone (same harness, an AVX-512 EPYC, 2026-12-05): 1.25x faster at
+  // 16 rows (then 3 tiles), 1.29x at 12, 1.24x at 14, 1.12x at 24, 1.09x at
+  // 32, 1.04x at 64; a short second tile (6 + 4, 6 + 2, 6 + 1 rows) gained
+  // nothing (1.03-1.11x slower).
   const bool split =
       plan.tiles.size() > 1 && plan.tiles[1].rows == kNarrowTileRows;
   const int64_t total = panelCount(n);
@@ -241,14 +246,23 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
       float *out = full ? at : scratch;
       int64_t ld = full ? ldy : kPanel;
       const float *xr = x + t.row * k * (Format == PanelFormat::BF16 ? 2 : 1);
-      if (tileIndex == 0 || (split && tileIndex == 1))
-        tileRows<Format, true>(plan, t, xr, k, panel, nextPanel,
-                               split ? PrefetchRows{1, int64_t(tileIndex)}
-                                     : PrefetchRows{},
-                               b, out, ld);
-      else
-        tileRows<Format, false>(plan, t, xr, k, panel, nextPanel,
-                                PrefetchRows{}, b, out, ld);
+      if (plan.tiles.size() > 2) {
+        tileRows<Format>(plan, t, xr, k, panel,
+                         ShareAhead(nextPanel, int64_t(panelBytes),
+                                    int64_t(plan.tiles.size()),
+                                    int64_t(tileIndex),
+                                    RowTiles::countOf(t, k)),
+                         b, out, ld);
+      } else if (tileIndex == 0 || (split && tileIndex == 1)) {
+        PhaseRowsAhead<panelRowBytes<Format>()> rows{nextPanel};
+        if (split) {
+          rows.mask = 1;
+          rows.phase = int64_t(tileIndex);
+        }
+        tileRows<Format>(plan, t, xr, k, panel, rows, b, out, ld);
+      } else {
+        tileRows<Format>(plan, t, xr, k, panel, NothingAhead(), b, out, ld);
+      }
       if (!full)
         for (int i = 0; i < t.rows; ++i)
           std::memcpy(at + i * ldy, scratch + i * kPanel,
@@ -257,20 +271,18 @@ run(const float *x, const RowTiles &plan, const PackedWeight &w,
   }
 }
 
-/// Rows x 16 int32 sums over the k groups of one int8 panel; with
-/// `nextPanel`, the tile also prefetches it, a group (64 bytes) a step.
-template <int Rows>
+/// Rows x 16 int32 sums over the k groups of one int8 panel, the tile
+/// requesting `ahead` meanwhile.
+template <int Rows, class Ahead>
 __attribute__((target("avx2"))) void
 tileInt8(const uint8_t *x, int64_t ldx, const int8_t *panel, int64_t groups,
-         const int8_t *nextPanel, int32_t *out16, int64_t ldy) {
+         Ahead ahead, int32_t *out16, int64_t ldy) {
   __m256i lo[Rows], hi[Rows];
   const __m256i ones = _mm256_set1_epi16(1);
   for (int r = 0; r < Rows; ++r)
     lo[r] = hi[r] = _mm256_setzero_si256();
   for (int64_t g = 0; g < groups; ++g) {
-    if (nextPanel)
-      _mm_prefetch(reinterpret_cast<const char *>(nextPanel + g * 64),
-                   _MM_HINT_T0);
+    ahead.template at<Request::IntoL1>(g, g);
     __m256i w0 =
         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * 64));
     __m256i w1 = _mm256_loadu_si256(
@@ -331,29 +343,44 @@ void int8ProductsAvx2(const uint8_t *xq, int64_t m, const PackedWeight &w,
   const int64_t n = w.n, kp = w.kPadded, groups = kp / 4;
   const int64_t firstColumn = firstPanel * kPanel;
   alignas(32) int32_t scratch[4 * kPanel];
+  auto rowsAt = [](int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; };
+  int64_t tiles = 0;
+  for (int64_t r = 0; r < m; r += rowsAt(m - r))
+    ++tiles;
   for (int64_t p = firstPanel; p < endPanel; ++p) {
     const int8_t *panel = w.i8.data() + p * kPanel * kp;
+    int64_t tileIndex = 0;
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool full = width == kPanel;
     for (int64_t r = 0; r < m;) {
-      int rows = m - r >= 4 ? 4 : m - r >= 2 ? 2 : 1;
+      int rows = rowsAt(m - r);
       int32_t *out = full ? acc + r * ld + col - firstColumn : scratch;
       int64_t ldOut = full ? ld : kPanel;
       const uint8_t *xr = xq + r * kp;
-      // The first row tile prefetches the next panel, as the float tiles
-      // do (prefetching nothing before): a decoder step's int8 layers
-      // (`tfmc-bench-linear --step`, TFMC_KERNEL_ISA=avx2 on an AVX-512
-      // EPYC, 2026-12-05), alternating step by step, medians of 100
-      // steps: 1.09x faster at 1 row, 1.05x at 4, 1.15x at 16, 1.05x at
-      // 64. Past the layer's last panel the request is for memory that
-      // is never read (a prefetch never faults).
-      const int8_t *next = r == 0 ? panel + kPanel * kp : nullptr;
-      if (rows == 4)
-        tileInt8<4>(xr, kp, panel, groups, next, out, ldOut);
-      else if (rows == 2)
-        tileInt8<2>(xr, kp, panel, groups, next, out, ldOut);
+      // The next panel is requested as the float tiles request theirs
+      // (run()): of more than two tiles each its share (1.04x faster at 16
+      // rows, 1.02x at 64, level at 1 and 4: the harness of run()'s note,
+      // 2026-12-06); else the first tile all of it. The first tile alone
+      // against nothing (an AVX-512 EPYC, 2026-12-05): 1.09x faster at 1
+      // row, 1.05x at 4, 1.15x at 16, 1.05x at 64. Past the layer's last
+      // panel the request is for memory that is never read (a prefetch
+      // never faults).
+      const char *next = reinterpret_cast<const char *>(panel + kPanel * kp);
+      auto tile = [&](auto ahead) {
+        if (rows == 4)
+          tileInt8<4>(xr, kp, panel, groups, ahead, out, ldOut);
+        else if (rows == 2)
+          tileInt8<2>(xr, kp, panel, groups, ahead, out, ldOut);
+        else
+          tileInt8<1>(xr, kp, panel, groups, ahead, out, ldOut);
+      };
+      if (tiles > 2)
+        tile(ShareAhead(next, kPanel * kp, tiles, tileIndex, groups));
+      else if (r == 0)
+        tile(RowsAhead<1, 64>{next, 0});
       else
-        tileInt8<1>(xr, kp, panel, groups, next, out, ldOut);
+        tile(NothingAhead());
+      ++tileIndex;
       if (!full)
         for (int i = 0; i < rows; ++i)
           std::memcpy(acc + (r + i) * ld + col - firstColumn,

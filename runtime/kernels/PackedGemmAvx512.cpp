@@ -16,11 +16,13 @@
 
 #include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/Int8Rows.h"
+#include "runtime/kernels/PanelPrefetch.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 using namespace tfmc::runtime;
 using namespace tfmc::runtime::packed;
@@ -51,21 +53,6 @@ template <PanelFormat Format> constexpr int64_t panelRowBytes() {
   return Format == PanelFormat::F16 ? kPanel * 2 : kPanel * 4;
 }
 
-/// In a tile's `prefetchPanels`: prefetch into L2 (T1) rather than L1.
-constexpr unsigned kIntoL2 = 4;
-
-/// A tile's prefetch at step `c` for its panel `p` (tile()).
-inline void prefetchStep(const char *ahead, int p, int64_t panelBytes,
-                         int64_t c, int64_t rowBytes, unsigned prefetchPanels) {
-  if (!(prefetchPanels >> p & 1))
-    return;
-  const char *line = ahead + p * panelBytes + c * rowBytes;
-  if (prefetchPanels & kIntoL2)
-    _mm_prefetch(line, _MM_HINT_T1);
-  else
-    _mm_prefetch(line, _MM_HINT_T0);
-}
-
 /// Every row's accumulators start from the bias.
 template <int Rows, int Panels>
 TFMC_AVX512 inline void startFromBias(__m512 (&acc)[Rows][Panels],
@@ -86,30 +73,29 @@ TFMC_AVX512 inline void storeTile(__m512 (&acc)[Rows][Panels], float *out,
 }
 
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
-/// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1,
-/// or (Sparse) the listed `steps`. With Prefetch, the tile prefetches the
-/// panels at `ahead` whose bits are set in `prefetchPanels` (run() says
-/// which), a row at each step, into L1 (T0) or, with kIntoL2 set, into L2
-/// (T1).
-template <int Rows, int Panels, PanelFormat Format, bool Prefetch, bool Sparse>
+/// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1, or
+/// (Sparse) the listed `steps`; x's rows are `k` apart, each read through
+/// a pointer of its own (an address register a row, no arithmetic a
+/// step). Meanwhile the tile requests its share of the panels ahead.
+template <int Rows, int Panels, PanelFormat Format, Request Into, bool Sparse,
+          class Ahead>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
                       int64_t count, const void *panel, int64_t panelBytes,
-                      const char *ahead, unsigned prefetchPanels,
-                      const float *bias, float *out, int64_t ldy) {
+                      Ahead ahead, const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
   startFromBias(acc, bias);
+  const float *row[Rows];
+  for (int r = 0; r < Rows; ++r)
+    row[r] = x + r * k;
   const char *base = static_cast<const char *>(panel);
-  constexpr int64_t rowBytes = panelRowBytes<Format>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
+    ahead.template at<Into>(s, c);
     __m512 w[Panels];
-    for (int p = 0; p < Panels; ++p) {
-      if constexpr (Prefetch)
-        prefetchStep(ahead, p, panelBytes, c, rowBytes, prefetchPanels);
+    for (int p = 0; p < Panels; ++p)
       w[p] = loadPanelRow<Format>(base + p * panelBytes, c);
-    }
     for (int r = 0; r < Rows; ++r) {
-      __m512 a = _mm512_set1_ps(x[r * k + c]);
+      __m512 a = _mm512_set1_ps(row[r][c]);
       for (int p = 0; p < Panels; ++p)
         acc[r][p] = _mm512_fmadd_ps(a, w[p], acc[r][p]);
     }
@@ -119,27 +105,28 @@ TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
 
 /// tile() for bfloat16 pairs: x holds the rows' operands in pairs (k
 /// counts pairs), and each step is one vdpbf16ps per row and panel.
-template <int Rows, int Panels, bool Prefetch, bool Sparse>
-TFMC_AVX512_BF16 void
-dotTile(const float *x, int64_t k, const int32_t *steps, int64_t count,
-        const void *panel, int64_t panelBytes, const char *ahead,
-        unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
+template <int Rows, int Panels, Request Into, bool Sparse, class Ahead>
+TFMC_AVX512_BF16 void dotTile(const float *x, int64_t k, const int32_t *steps,
+                              int64_t count, const void *panel,
+                              int64_t panelBytes, Ahead ahead,
+                              const float *bias, float *out, int64_t ldy) {
   __m512 acc[Rows][Panels];
   startFromBias(acc, bias);
+  const float *row[Rows];
+  for (int r = 0; r < Rows; ++r)
+    row[r] = x + r * k;
   const char *base = static_cast<const char *>(panel);
   constexpr int64_t rowBytes = panelRowBytes<PanelFormat::BF16>();
   for (int64_t s = 0; s < count; ++s) {
     int64_t c = Sparse ? steps[s] : s;
+    ahead.template at<Into>(s, c);
     __m512bh w[Panels];
-    for (int p = 0; p < Panels; ++p) {
-      if constexpr (Prefetch)
-        prefetchStep(ahead, p, panelBytes, c, rowBytes, prefetchPanels);
+    for (int p = 0; p < Panels; ++p)
       w[p] = reinterpret_cast<__m512bh>(
           _mm512_loadu_si512(base + p * panelBytes + c * rowBytes));
-    }
     for (int r = 0; r < Rows; ++r) {
       int32_t word;
-      std::memcpy(&word, x + r * k + c, sizeof(word));
+      std::memcpy(&word, row[r] + c, sizeof(word));
       __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(word));
       for (int p = 0; p < Panels; ++p)
         acc[r][p] = _mm512_dpbf16_ps(acc[r][p], a, w[p]);
@@ -148,64 +135,54 @@ dotTile(const float *x, int64_t k, const int32_t *steps, int64_t count,
   storeTile(acc, out, ldy);
 }
 
-template <int Rows, int Panels, PanelFormat Format, bool Prefetch>
+template <int Rows, int Panels, PanelFormat Format, Request Into, class Ahead>
 TFMC_AVX512 inline void
 tileSteps(const float *x, int64_t k, const int32_t *steps, int64_t count,
-          const void *panel, int64_t panelBytes, const char *ahead,
-          unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
+          const void *panel, int64_t panelBytes, Ahead ahead, const float *bias,
+          float *out, int64_t ldy) {
   if constexpr (Format == PanelFormat::BF16) {
     if (steps)
-      dotTile<Rows, Panels, Prefetch, true>(x, k, steps, count, panel,
-                                            panelBytes, ahead, prefetchPanels,
-                                            bias, out, ldy);
+      dotTile<Rows, Panels, Into, true>(x, k, steps, count, panel, panelBytes,
+                                        ahead, bias, out, ldy);
     else
-      dotTile<Rows, Panels, Prefetch, false>(x, k, steps, count, panel,
-                                             panelBytes, ahead, prefetchPanels,
-                                             bias, out, ldy);
+      dotTile<Rows, Panels, Into, false>(x, k, steps, count, panel, panelBytes,
+                                         ahead, bias, out, ldy);
   } else if (steps) {
-    tile<Rows, Panels, Format, Prefetch, true>(x, k, steps, count, panel,
-                                               panelBytes, ahead,
-                                               prefetchPanels, bias, out, ldy);
+    tile<Rows, Panels, Format, Into, true>(x, k, steps, count, panel,
+                                           panelBytes, ahead, bias, out, ldy);
   } else {
-    tile<Rows, Panels, Format, Prefetch, false>(x, k, steps, count, panel,
-                                                panelBytes, ahead,
-                                                prefetchPanels, bias, out, ldy);
+    tile<Rows, Panels, Format, Into, false>(x, k, steps, count, panel,
+                                            panelBytes, ahead, bias, out, ldy);
   }
 }
 
-/// The tile of `t`'s row count and steps.
-template <int Panels, PanelFormat Format, bool Prefetch>
-TFMC_AVX512 inline void
-tileRows(const RowTiles &plan, const RowTile &t, const float *x, int64_t k,
-         const void *panel, int64_t panelBytes, const char *ahead,
-         unsigned prefetchPanels, const float *bias, float *out, int64_t ldy) {
+/// The tile of `t`'s row count and steps, requesting `ahead` into L1 or L2.
+template <int Panels, PanelFormat Format, Request Into, class Ahead>
+TFMC_AVX512 inline void tileRows(const RowTiles &plan, const RowTile &t,
+                                 const float *x, int64_t k, const void *panel,
+                                 int64_t panelBytes, Ahead ahead,
+                                 const float *bias, float *out, int64_t ldy) {
   const int32_t *steps = plan.stepsOf(t);
   int64_t count = RowTiles::countOf(t, k);
+  auto withRows = [&](auto rows) {
+    tileSteps<decltype(rows)::value, Panels, Format, Into>(
+        x, k, steps, count, panel, panelBytes, ahead, bias, out, ldy);
+  };
   switch (t.rows) {
   case 8:
-    tileSteps<8, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, prefetchPanels,
-                                           bias, out, ldy);
+    withRows(std::integral_constant<int, 8>{});
     break;
   case 6:
-    tileSteps<6, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, prefetchPanels,
-                                           bias, out, ldy);
+    withRows(std::integral_constant<int, 6>{});
     break;
   case 4:
-    tileSteps<4, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, prefetchPanels,
-                                           bias, out, ldy);
+    withRows(std::integral_constant<int, 4>{});
     break;
   case 2:
-    tileSteps<2, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, prefetchPanels,
-                                           bias, out, ldy);
+    withRows(std::integral_constant<int, 2>{});
     break;
   default:
-    tileSteps<1, Panels, Format, Prefetch>(x, k, steps, count, panel,
-                                           panelBytes, ahead, prefetchPanels,
-                                           bias, out, ldy);
+    withRows(std::integral_constant<int, 1>{});
     break;
   }
 }
@@ -223,9 +200,10 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // through a scratch block.
   alignas(64) float scratch[kWideTileRows * kPanel];
   alignas(64) float biasTail[kPanel] = {};
-  // The next pair is prefetched (into L2, at the pace the tile reads its
-  // own); past the weight's last panel, the start of `after` (the next
-  // layer's panels), so they are on their way. The pair two pairs on
+  // The next pair is requested while the tiles run over this one (each
+  // tile a share of it: PanelPrefetch.h); past the weight's last panel, the
+  // start of `after` (the next layer's panels), so they are on their way.
+  // The pair two pairs on
   // instead (128 KB ahead at k = 512 rather than 64): base model, one
   // thread, `tfmc translate --stats`, alternating, lower quartiles of 8-12
   // runs, batch 16 decode 0.536 -> 0.559 s and 0.673 -> 0.722 s (two host
@@ -248,32 +226,43 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
       const RowTile &t = plan.tiles[tileIndex];
       const float *xr = x + t.row * k;
       if (pair) {
-        // The next pair is requested once, into L1, at most a row a step:
-        // the first row tile prefetches its first panel and the second its
-        // second; a layer of one row tile prefetches both, into L2 where
-        // the tile has fewer than 4 rows (its steps are short, and L1's
-        // misses would pile up). Against every tile prefetching the whole
-        // pair into L2 (the later tiles' requests mostly hits), a harness
-        // that runs a decoder step's float32 linear layers (bench/README.md,
-        // fifteenth session), alternating, medians of 100 steps: 1.18x
-        // faster at 16 rows, 1.11x at 24, 1.07x at 32, 1.03-1.05x at 64,
-        // 1.07x at 4 and 8 (the L1 hint); at 1 row the L1 hint was level
-        // there and 1.05x slower in `translate` (AMD EPYC AVX-512,
-        // 2026-12-05).
-        unsigned prefetchPanels = plan.tiles.size() > 1
-                                      ? (tileIndex < 2 ? 1u << tileIndex : 0u)
-                                  : t.rows < 4 ? 3u | kIntoL2
-                                               : 3u;
+        // The next pair is requested into L1 as the tiles run over this one
+        // (PanelPrefetch.h): of more than two tiles, each its share spread
+        // over its steps; of two, each one panel's rows as it reads its
+        // own (the same lines at the same pace, fewer instructions: on the
+        // harness there, 1.01x); a lone tile both panels' rows, into L2
+        // where it has fewer than 4 rows (its steps are short, and L1's
+        // misses would pile up). Into L1 rather than every tile the whole
+        // pair into L2 (the later tiles' requests then mostly hits): 1.18x
+        // faster at 16 rows, 1.07x at 4 and 8, 1.05x slower at 1 row (AMD
+        // EPYC AVX-512, 2026-12-05, when two tiles made every request).
         float *out = y + t.row * ldy + (col - firstColumn);
-        tileRows<2, Format, true>(plan, t, xr, k, panel, panelBytes, ahead,
-                                  prefetchPanels, b, out, ldy);
+        if (plan.tiles.size() > 2) {
+          ShareAhead share(ahead, 2 * panelBytes, int64_t(plan.tiles.size()),
+                           int64_t(tileIndex), RowTiles::countOf(t, k));
+          tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
+                                               panelBytes, share, b, out, ldy);
+        } else if (plan.tiles.size() == 2) {
+          RowsAhead<1, panelRowBytes<Format>()> rows{
+              ahead + int64_t(tileIndex) * panelBytes, panelBytes};
+          tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
+                                               panelBytes, rows, b, out, ldy);
+        } else {
+          RowsAhead<2, panelRowBytes<Format>()> rows{ahead, panelBytes};
+          if (t.rows < 4)
+            tileRows<2, Format, Request::IntoL2>(plan, t, xr, k, panel,
+                                                 panelBytes, rows, b, out, ldy);
+          else
+            tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
+                                                 panelBytes, rows, b, out, ldy);
+        }
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);
         float *out = full ? at : scratch;
         int64_t ld = full ? ldy : kPanel;
-        tileRows<1, Format, false>(plan, t, xr, k, panel, panelBytes, ahead, 0u,
-                                   b, out, ld);
+        tileRows<1, Format, Request::IntoL1>(plan, t, xr, k, panel, panelBytes,
+                                             NothingAhead(), b, out, ld);
         if (!full)
           for (int i = 0; i < t.rows; ++i)
             std::memcpy(at + i * ldy, scratch + i * kPanel,
