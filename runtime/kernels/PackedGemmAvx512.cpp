@@ -210,6 +210,7 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // states), batch 64 1.464 -> 1.545 s and 1.552 -> 1.997 s, batch 1
   // level (AMD EPYC AVX-512, 2026-12-04).
   const int64_t total = panelCount(n);
+  static const bool intel = __builtin_cpu_is("intel");
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
@@ -226,36 +227,41 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
       const RowTile &t = plan.tiles[tileIndex];
       const float *xr = x + t.row * k;
       if (pair) {
-        // The next pair is requested into L1 as the tiles run over this one
+        // The next pair is requested as the tiles run over this one
         // (PanelPrefetch.h): of more than two tiles, each its share spread
         // over its steps; of two, each one panel's rows as it reads its
         // own (the same lines at the same pace, fewer instructions: on the
-        // harness there, 1.01x); a lone tile both panels' rows, into L2
-        // where it has fewer than 4 rows (its steps are short, and L1's
-        // misses would pile up). Into L1 rather than every tile the whole
-        // pair into L2 (the later tiles' requests then mostly hits): 1.18x
-        // faster at 16 rows, 1.07x at 4 and 8, 1.05x slower at 1 row (AMD
-        // EPYC AVX-512, 2026-12-05, when two tiles made every request).
+        // harness there, 1.01x); a lone tile both panels' rows. On Intel
+        // CPUs into L2 (which keeps more misses in flight than L1): on the
+        // harness, a Sapphire Rapids class Xeon, 1.09x faster than into L1
+        // at 16 rows, 1.06x at 24, 1.02x at 8, 32 and 64. Elsewhere into L1,
+        // except a lone tile of fewer than 4 rows (its steps are short, and
+        // L1's misses would pile up): on an AMD EPYC (AVX-512, 2026-12-05,
+        // when two tiles made every request), into L1 rather than every
+        // tile the whole pair into L2 (the later tiles' requests then
+        // mostly hits) was 1.18x faster at 16 rows, 1.07x at 4 and 8, 1.05x
+        // slower at 1 row.
         float *out = y + t.row * ldy + (col - firstColumn);
-        if (plan.tiles.size() > 2) {
-          ShareAhead share(ahead, 2 * panelBytes, int64_t(plan.tiles.size()),
-                           int64_t(tileIndex), RowTiles::countOf(t, k));
-          tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
-                                               panelBytes, share, b, out, ldy);
-        } else if (plan.tiles.size() == 2) {
-          RowsAhead<1, panelRowBytes<Format>()> rows{
-              ahead + int64_t(tileIndex) * panelBytes, panelBytes};
-          tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
-                                               panelBytes, rows, b, out, ldy);
-        } else {
-          RowsAhead<2, panelRowBytes<Format>()> rows{ahead, panelBytes};
-          if (t.rows < 4)
-            tileRows<2, Format, Request::IntoL2>(plan, t, xr, k, panel,
-                                                 panelBytes, rows, b, out, ldy);
+        auto tiles = [&](auto ahead, bool intoL2) {
+          if (intoL2)
+            tileRows<2, Format, Request::IntoL2>(
+                plan, t, xr, k, panel, panelBytes, ahead, b, out, ldy);
           else
-            tileRows<2, Format, Request::IntoL1>(plan, t, xr, k, panel,
-                                                 panelBytes, rows, b, out, ldy);
-        }
+            tileRows<2, Format, Request::IntoL1>(
+                plan, t, xr, k, panel, panelBytes, ahead, b, out, ldy);
+        };
+        if (plan.tiles.size() > 2)
+          tiles(ShareAhead(ahead, 2 * panelBytes, int64_t(plan.tiles.size()),
+                           int64_t(tileIndex), RowTiles::countOf(t, k)),
+                intel);
+        else if (plan.tiles.size() == 2)
+          tiles(
+              RowsAhead<1, panelRowBytes<Format>()>{
+                  ahead + int64_t(tileIndex) * panelBytes, panelBytes},
+              intel);
+        else
+          tiles(RowsAhead<2, panelRowBytes<Format>()>{ahead, panelBytes},
+                intel || t.rows < 4);
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);
