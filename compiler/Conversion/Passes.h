@@ -15,9 +15,12 @@ namespace mlir::tfm {
 #define GEN_PASS_DECL
 #include "compiler/Conversion/Passes.h.inc"
 
-/// Patterns lowering tfm ops (with converted memref operands) to loops.
+/// Patterns lowering tfm ops (with converted memref operands) to loops;
+/// attention's prefetches fill cache level `attentionPrefetchLevel` (1 or
+/// 2).
 void populateTfmToLoopsPatterns(TypeConverter &converter,
-                                RewritePatternSet &patterns);
+                                RewritePatternSet &patterns,
+                                int64_t attentionPrefetchLevel = 1);
 /// Patterns lowering tfm.linear to calls of the runtime's library kernel.
 /// Layers with fewer than `minRows` rows use the loop kernel instead (a run
 /// time choice).

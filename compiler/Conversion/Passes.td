@@ -28,6 +28,10 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
     layer called with fewer than N rows (a decoder step at small batch: a
     matrix-vector product bound by weight streaming) runs the loop kernel;
     both are in the code and an `scf.if` on the row count picks one.
+
+    `attention-prefetch-level=2` makes attention's prefetches of key and
+    value rows fill L2 rather than L1 (the runtime picks it on Intel CPUs,
+    where it measured faster).
   }];
   let options = [
     Option<"useLibraryCalls", "use-library-calls", "bool", "false",
@@ -35,7 +39,11 @@ def TfmToLoops : Pass<"tfm-to-loops", "ModuleOp"> {
            "(tfm_rt_linear, oneDNN inner product) instead of loops">,
     Option<"libraryMinRows", "library-min-rows", "int64_t", "1",
            "With library calls, layers with fewer rows (batch x sequence) "
-           "than this run the loop kernel instead, chosen at run time">
+           "than this run the loop kernel instead, chosen at run time">,
+    Option<"attentionPrefetchLevel", "attention-prefetch-level", "int64_t",
+           "1",
+           "The cache level (1 or 2) attention's prefetches of key and "
+           "value rows fill: memref.prefetch locality 3 or 2">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

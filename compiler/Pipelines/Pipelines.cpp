@@ -82,6 +82,7 @@ void mlir::tfm::buildLoopsPipeline(OpPassManager &pm,
   TfmToLoopsOptions loops;
   loops.useLibraryCalls = options.useLibraryCalls;
   loops.libraryMinRows = options.libraryMinRows;
+  loops.attentionPrefetchLevel = options.attentionPrefetchLevel;
   pm.addPass(createTfmToLoops(loops));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -40,6 +40,10 @@ struct PipelineOptions {
   /// How linear-layer weights are stored: "float32" (as loaded), "float16",
   /// "bfloat16" or "int8" (tfm-quantize at the end of the fused stage).
   std::string computeType = "float32";
+  /// The cache level (1 or 2) attention's key and value prefetches fill
+  /// (tfm-to-loops' attention-prefetch-level): the runtime passes
+  /// hostAttentionPrefetchLevel().
+  int64_t attentionPrefetchLevel = 1;
   /// With int8/float16: also the output projection.
   bool quantizeOutputProjection = true;
   /// The profiled variant: tfm-instrument-profile first in fused -> loops

@@ -9,6 +9,7 @@
 #include "runtime/session/CompiledModel.h"
 
 #include "compiler/JIT/CompileCache.h"
+#include "compiler/JIT/HostTarget.h"
 #include "compiler/JIT/JitModule.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "dialects/tfm/Transforms/Passes.h"
@@ -251,6 +252,7 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
   using frontend::LayerKind;
   mlir::tfm::PipelineOptions pipeline;
   pipeline.libraryMinRows = libraryKernelMinRows();
+  pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "format: tfmc compiled model 1\n"
@@ -274,6 +276,8 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
      << "\n"
      << "kernels: " << (options.useLibraryKernels ? "library" : "loops")
      << ", library from " << pipeline.libraryMinRows << " rows\n"
+     << "attention prefetches into: L" << pipeline.attentionPrefetchLevel
+     << "\n"
      << "compute type: " << frontend::stringifyComputeType(options.computeType)
      << (options.computeType != frontend::ComputeType::Float32 &&
                  !options.quantizeOutputProjection
@@ -338,6 +342,7 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   mlir::tfm::PipelineOptions pipeline;
   pipeline.useLibraryCalls = options.useLibraryKernels;
   pipeline.libraryMinRows = libraryKernelMinRows();
+  pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;

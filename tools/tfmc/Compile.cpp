@@ -9,6 +9,7 @@
 #include "tools/tfmc/IntegerOption.h"
 #include "tools/tfmc/OutputPaths.h"
 
+#include "compiler/JIT/HostTarget.h"
 #include "compiler/Pipelines/EmitModel.h"
 #include "compiler/Pipelines/OpGraph.h"
 #include "frontends/model/Model.h"
@@ -129,6 +130,7 @@ public:
     pipeline.libraryMinRows = libraryMinRows > 0
                                   ? int64_t(libraryMinRows)
                                   : runtime::libraryKernelMinRows();
+    pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();

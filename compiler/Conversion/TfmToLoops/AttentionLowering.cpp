@@ -17,7 +17,13 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 struct AttentionLowering : public TfmLowering<AttentionOp> {
-  using TfmLowering::TfmLowering;
+  AttentionLowering(TypeConverter &converter, MLIRContext *context,
+                    int64_t prefetchLevel)
+      : TfmLowering(converter, context), prefetchLevel(prefetchLevel) {}
+
+  /// The cache level the key and value prefetches fill (prefetchRow()).
+  int64_t prefetchLevel;
+
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -54,7 +60,8 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
       Operands in{q, key, value, lengths, rows, offset, kvLimit, result};
       bool causal = mask == MaskKind::causal;
       if ((dModel / heads) % kLanes == 0)
-        emitVectorAttention(k, in, dModel, heads, scaleValue, causal);
+        emitVectorAttention(k, in, dModel, heads, scaleValue, causal,
+                            prefetchLevel);
       else
         emitAttention(k, in, dModel, heads, scaleValue, causal);
     });
@@ -87,21 +94,26 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   }
 
   /// Prefetches the cache lines of m[b, j, 0 .. width) into L1 (locality
-  /// 3). Into L2 (locality 2) until 2026-12-05: on an AMD EPYC (Zen 5)
-  /// AVX-512 VM, base model, one thread, `tfmc profile` alternating 15
-  /// times, the decoder's attention at batch 64 took less time with L1
-  /// (float32 0.426 -> 0.401 s, -6%; int8's float16 caches 0.243 -> 0.215,
-  /// -12%), at batch 16 4% less, and a stand-alone harness of this loop read
-  /// 1.04-1.09x faster; the bundled model's dev set decoded 1.05x (beam 4)
-  /// and 1.09x (greedy) faster (paired medians of 10).
+  /// 3) or, with `level` 2, into L2 (locality 2). Into L2 until 2026-12-05,
+  /// then L1 for every host: on an AMD EPYC (Zen 5) AVX-512 VM, base model,
+  /// one thread, `tfmc profile` alternating 15 times, the decoder's
+  /// attention at batch 64 took less time with L1 (float32 0.426 -> 0.401
+  /// s, -6%; int8's float16 caches 0.243 -> 0.215, -12%), at batch 16 4%
+  /// less, and a stand-alone harness of this loop read 1.04-1.09x faster;
+  /// the bundled model's dev set decoded 1.05x (beam 4) and 1.09x (greedy)
+  /// faster (paired medians of 10). On a Sapphire Rapids class Xeon
+  /// (2026-12-06, the same profile alternating 4-5 times) L2 was the faster
+  /// by more: attention at batch 64 0.79x the time with L2 (float32;
+  /// int8's float16 caches 0.785x), at batch 16 0.84x; the runtime asks
+  /// for L2 on Intel CPUs (hostAttentionPrefetchLevel()).
   static void prefetchRow(KernelBuilder &k, Value m, Value b, Value j,
-                          int64_t width) {
+                          int64_t width, int64_t level) {
     auto type = cast<MemRefType>(m.getType());
     int64_t perLine = 64 / (type.getElementTypeBitWidth() / 8);
     for (int64_t c = 0; c < width; c += perLine)
       k.builder().create<memref::PrefetchOp>(
           k.location(), m, ValueRange{b, j, k.index(c)}, /*isWrite=*/false,
-          /*localityHint=*/3, /*isDataCache=*/true);
+          /*localityHint=*/level == 2 ? 2 : 3, /*isDataCache=*/true);
   }
 
   /// Explicit vectors, for head sizes that are a multiple of kLanes, with
@@ -117,7 +129,8 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   /// output row, which is scaled by each head's 1 / sum at the end.
   static void emitVectorAttention(KernelBuilder &k, const Operands &in,
                                   int64_t dModel, int64_t heads,
-                                  float scaleValue, bool causal) {
+                                  float scaleValue, bool causal,
+                                  int64_t prefetchLevel) {
     Value q = in.q, key = in.key, value = in.value, lengths = in.lengths,
           queryOffset = in.queryOffset, kvLimit = in.kvLimit, out = in.out;
     OpBuilder &ob = k.builder();
@@ -161,7 +174,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
         // Scores: key j against every head's query. Meanwhile value row j
         // is fetched for the pass over the values below.
         k.loop(zero, visible, [&](Value j) {
-          prefetchRow(k, value, kb, j, dModel);
+          prefetchRow(k, value, kb, j, dModel, prefetchLevel);
           for (int64_t h = 0; h < heads; ++h) {
             Value acc = zeros;
             for (int64_t c = 0; c < chunks; ++c)
@@ -226,7 +239,8 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
                               k.addIndex(k.dim(q, 0), k.index(-1))));
         auto accumulate = [&](Value j, int64_t count) {
           for (int64_t i = 0; i < count; ++i)
-            prefetchRow(k, key, nextRow, k.addIndex(j, k.index(i)), dModel);
+            prefetchRow(k, key, nextRow, k.addIndex(j, k.index(i)), dModel,
+                        prefetchLevel);
           for (int64_t h = 0; h < heads; ++h) {
             SmallVector<Value> w;
             for (int64_t i = 0; i < count; ++i)
@@ -385,7 +399,9 @@ struct CacheWriteLowering : public OpConversionPattern<CacheWriteOp> {
 } // namespace
 
 void mlir::tfm::loops::populateAttentionLowerings(TypeConverter &converter,
-                                                  RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering, CacheWriteLowering>(converter,
-                                                      patterns.getContext());
+                                                  RewritePatternSet &patterns,
+                                                  int64_t prefetchLevel) {
+  patterns.add<AttentionLowering>(converter, patterns.getContext(),
+                                  prefetchLevel);
+  patterns.add<CacheWriteLowering>(converter, patterns.getContext());
 }

@@ -84,8 +84,11 @@ void populateSearchHeadLibraryCallLowerings(TypeConverter &converter,
                                             int64_t minRows);
 void populateRowOpLowerings(TypeConverter &converter,
                             RewritePatternSet &patterns);
+/// Attention's key and value prefetches fill cache level `prefetchLevel`
+/// (1 or 2).
 void populateAttentionLowerings(TypeConverter &converter,
-                                RewritePatternSet &patterns);
+                                RewritePatternSet &patterns,
+                                int64_t prefetchLevel);
 
 } // namespace mlir::tfm::loops
 

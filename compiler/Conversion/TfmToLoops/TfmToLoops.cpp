@@ -121,7 +121,12 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
     MLIRContext *ctx = &getContext();
     TensorToMemRefConverter converter;
     RewritePatternSet patterns(ctx);
-    populateTfmToLoopsPatterns(converter, patterns);
+    if (attentionPrefetchLevel != 1 && attentionPrefetchLevel != 2) {
+      getOperation().emitError("attention-prefetch-level must be 1 or 2, not ")
+          << static_cast<int64_t>(attentionPrefetchLevel);
+      return signalPassFailure();
+    }
+    populateTfmToLoopsPatterns(converter, patterns, attentionPrefetchLevel);
     if (useLibraryCalls)
       populateTfmToLibraryCallPatterns(converter, patterns, libraryMinRows);
 
@@ -149,12 +154,14 @@ struct TfmToLoopsPass : public tfm::impl::TfmToLoopsBase<TfmToLoopsPass> {
 } // namespace
 
 void mlir::tfm::populateTfmToLoopsPatterns(TypeConverter &converter,
-                                           RewritePatternSet &patterns) {
+                                           RewritePatternSet &patterns,
+                                           int64_t attentionPrefetchLevel) {
   loops::populateEmbeddingLowerings(converter, patterns);
   loops::populateLinearLowerings(converter, patterns);
   loops::populateSearchHeadLowerings(converter, patterns);
   loops::populateRowOpLowerings(converter, patterns);
-  loops::populateAttentionLowerings(converter, patterns);
+  loops::populateAttentionLowerings(converter, patterns,
+                                    attentionPrefetchLevel);
   patterns.add<FuncToDestinationStyle, ReturnToCopies, DimLowering>(
       converter, patterns.getContext());
 }
