@@ -74,14 +74,22 @@ public:
               static_cast<uint64_t>(steps);
   }
 
-  /// At each step, the lines due by its end: usually one every few steps,
-  /// or a few a step where the tile has few steps for its share.
+  /// At each step, the lines due by its end (step()).
   template <Request Into> void at(int64_t, int64_t) {
-    constexpr int hint = Into == Request::IntoL2 ? _MM_HINT_T1 : _MM_HINT_T0;
+    step([](const char *line) {
+      constexpr int hint = Into == Request::IntoL2 ? _MM_HINT_T1 : _MM_HINT_T0;
+      _mm_prefetch(line, hint);
+    });
+  }
+
+  /// One step: request(line) for each line due by its end, in order:
+  /// usually one every few steps, or a few a step where the tile has few
+  /// steps for its share; by the end of its last step, all of its share.
+  template <class Request> void step(Request &&request) {
     done += perStep;
     for (const char *due = from + (done >> kFraction); next < due;
          next += kLine)
-      _mm_prefetch(next, hint);
+      request(next);
   }
 
 private:
