@@ -7,8 +7,9 @@ On hosts whose speed drifts by 2x from minute to minute, the ratio of two
 medians taken minutes apart (bench/run.py's table) can say 1.3x where
 runs side by side say 2.6x. Here every round runs each value once, one
 after another (the order reversed every other round), on the base model
-and 32-token sources bench/run.py uses (made the same way if absent,
-exactly 64 generated tokens a sentence, greedy), and each round's
+bench/run.py uses (made the same way if absent) and the same 32-token
+sources (written afresh, from the same seed), exactly 64 generated tokens
+a sentence, greedy; each round's
 tokens/s are divided by the first value's: the line per batch gives the
 median of those ratios and their range, and the first value's median
 tokens/s. --compare threads with --values 1,2 gives issue 28's two-core
@@ -39,7 +40,7 @@ def main():
     p.add_argument("--batches", default="16,64")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1,
-                   help="with --compare compute-types")
+                   help="with --compare compute-types (ignored with threads)")
     p.add_argument("--compute-type", default="float32",
                    help="with --compare threads")
     p.add_argument("--steps", type=int, default=64)

@@ -230,8 +230,10 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // The next pair is requested as the tiles run over this one
         // (PanelPrefetch.h): of more than two tiles, each its share spread
         // over its steps; of two, each one panel's rows as it reads its
-        // own (the same lines at the same pace, fewer instructions: on the
-        // harness there, 1.01x); a lone tile both panels' rows. On Intel
+        // own (float32: the same lines at the same pace as shares, fewer
+        // instructions: on the harness there, 1.01x; float16's 32-byte
+        // rows ask for each line twice); a lone tile both panels' rows. On
+        // Intel
         // CPUs into L2 (which keeps more misses in flight than L1): on the
         // harness, a Sapphire Rapids class Xeon, 1.09x faster than into L1
         // at 16 rows, 1.06x at 24, 1.02x at 8, 32 and 64. Elsewhere into L1,

@@ -31,6 +31,7 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tfmc::runtime::packed {
@@ -60,17 +61,25 @@ template <int Panels, int64_t RowBytes> struct RowsAhead {
 };
 
 /// Tile `index` of `tiles`, running `steps` k steps: its share of the
-/// `bytes` at `ahead`, whole lines spread evenly over its steps (the last
-/// share may run past the group, harmless: a prefetch never faults).
+/// `bytes` at `ahead`, whole lines spread evenly over its steps. The
+/// group's lines are dealt out in order, as many to each tile (the last
+/// tiles fewer, or none where there are more tiles than lines); a tile
+/// without steps (every input of its rows zero) requests nothing, its
+/// share left to the hardware's own prefetchers.
 class ShareAhead {
 public:
   ShareAhead(const char *ahead, int64_t bytes, int64_t tiles, int64_t index,
              int64_t steps) {
-    if (steps <= 0 || tiles <= 0)
+    if (steps <= 0 || tiles <= 0 || bytes <= 0)
       return;
-    int64_t share = (bytes / tiles + kLine - 1) / kLine * kLine;
-    next = from = ahead + index * share;
-    perStep = (static_cast<uint64_t>(share) << kFraction) /
+    int64_t lines = (bytes + kLine - 1) / kLine;
+    int64_t perTile = (lines + tiles - 1) / tiles;
+    int64_t first = index * perTile;
+    int64_t count = std::min(perTile, lines - first);
+    if (count <= 0)
+      return;
+    next = from = ahead + first * kLine;
+    perStep = (static_cast<uint64_t>(count * kLine) << kFraction) /
               static_cast<uint64_t>(steps);
   }
 
