@@ -232,17 +232,17 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // over its steps; of two, each one panel's rows as it reads its
         // own (float32: the same lines at the same pace as shares, fewer
         // instructions: on the harness there, 1.01x; float16's 32-byte
-        // rows ask for each line twice); a lone tile both panels' rows. On
-        // Intel
-        // CPUs into L2 (which keeps more misses in flight than L1): on the
-        // harness, a Sapphire Rapids class Xeon, 1.09x faster than into L1
-        // at 16 rows, 1.06x at 24, 1.02x at 8, 32 and 64. Elsewhere into L1,
-        // except a lone tile of fewer than 4 rows (its steps are short, and
-        // L1's misses would pile up): on an AMD EPYC (AVX-512, 2026-12-05,
-        // when two tiles made every request), into L1 rather than every
-        // tile the whole pair into L2 (the later tiles' requests then
-        // mostly hits) was 1.18x faster at 16 rows, 1.07x at 4 and 8, 1.05x
-        // slower at 1 row.
+        // rows ask for each line twice); a lone tile both panels' rows.
+        // On Intel CPUs into L2 (a guess at why, unmeasurable on this VM:
+        // L1's fill buffers hold few misses at once): on the harness, a
+        // Sapphire Rapids class Xeon, 1.09x faster than into L1 at 16
+        // rows, 1.06x at 24, 1.02x at 8, 32 and 64.
+        // Elsewhere into L1, except a lone tile of fewer than 4 rows (its
+        // steps are short, and L1's misses would pile up): on an AMD EPYC
+        // (AVX-512, 2026-12-05, when two tiles made every request), into
+        // L1 rather than every tile the whole pair into L2 (the later
+        // tiles' requests then mostly hits) was 1.18x faster at 16 rows,
+        // 1.07x at 4 and 8, 1.05x slower at 1 row.
         float *out = y + t.row * ldy + (col - firstColumn);
         auto tiles = [&](auto ahead, bool intoL2) {
           if (intoL2)
