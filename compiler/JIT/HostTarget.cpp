@@ -37,10 +37,6 @@ mlir::tfm::createHostTargetMachine() {
   return builder->createTargetMachine();
 }
 
-int64_t mlir::tfm::hostAttentionPrefetchLevel() {
-  return __builtin_cpu_is("intel") ? 2 : 1;
-}
-
 std::string mlir::tfm::hostTargetDescription() {
   initialiseNativeTarget();
   std::string text =

@@ -31,11 +31,6 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 /// feature string. Part of every compiled-object cache key.
 std::string hostTargetDescription();
 
-/// The cache level attention's key and value prefetches should fill on
-/// this host (PipelineOptions::attentionPrefetchLevel): 2 on Intel CPUs, 1
-/// elsewhere (measured: AttentionLowering.cpp's prefetchRow()).
-int64_t hostAttentionPrefetchLevel();
-
 /// The LLVM IR optimisation pipeline for `tm` (O3 with the host's vector
 /// widths), applied to every module the JIT compiles.
 std::function<llvm::Error(llvm::Module *)>

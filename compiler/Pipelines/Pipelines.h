@@ -41,8 +41,8 @@ struct PipelineOptions {
   /// "bfloat16" or "int8" (tfm-quantize at the end of the fused stage).
   std::string computeType = "float32";
   /// The cache level (1 or 2) attention's key and value prefetches fill
-  /// (tfm-to-loops' attention-prefetch-level): the runtime passes
-  /// hostAttentionPrefetchLevel().
+  /// (tfm-to-loops' attention-prefetch-level): the runtime passes its
+  /// kernels' choice for the host (packed::aheadCacheLevel()).
   int64_t attentionPrefetchLevel = 1;
   /// With int8/float16: also the output projection.
   bool quantizeOutputProjection = true;

@@ -29,6 +29,11 @@ bool packed::avx512::available() {
   return ok;
 }
 
+int64_t packed::aheadCacheLevel() {
+  static const int64_t level = __builtin_cpu_is("intel") ? 2 : 1;
+  return level;
+}
+
 bool packed::avx512::bfloat16DotAvailable() {
   static const bool ok = available() && __builtin_cpu_supports("avx512bf16");
   return ok;

@@ -51,6 +51,13 @@ bool tilesRun(Isa isa = preferredIsa());
 /// (tilesRun(isa), at every row count): their sums are not vdpbf16ps's bit
 /// for bit (PackedGemmAmx.cpp).
 bool bfloat16Tiles(Isa isa = preferredIsa());
+/// The cache level memory requested ahead of its use should fill on this
+/// CPU: 2 (L2) on Intel CPUs, 1 (L1) elsewhere. The AVX-512 float tiles'
+/// requests for the panels ahead (PackedGemmAvx512.cpp) and attention's for
+/// keys and values (tfm-to-loops' attention-prefetch-level, which the
+/// runtime sets from this; AttentionLowering.cpp) were each measured
+/// faster into L2 on a Sapphire Rapids class Xeon and into L1 on AMD EPYC.
+int64_t aheadCacheLevel();
 
 /// What a machine offers the kernels.
 struct IsaSupport {

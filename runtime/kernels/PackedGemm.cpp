@@ -66,7 +66,7 @@ template <int64_t RowBytes> struct PhaseRowsAhead {
 
   template <Request Into> void at(int64_t, int64_t c) {
     if ((c & mask) == phase)
-      _mm_prefetch(next + c * RowBytes, _MM_HINT_T0);
+      requestLine<Into>(next + c * RowBytes);
   }
 };
 

@@ -203,14 +203,13 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
   // The next pair is requested while the tiles run over this one (each
   // tile a share of it: PanelPrefetch.h); past the weight's last panel, the
   // start of `after` (the next layer's panels), so they are on their way.
-  // The pair two pairs on
-  // instead (128 KB ahead at k = 512 rather than 64): base model, one
-  // thread, `tfmc translate --stats`, alternating, lower quartiles of 8-12
-  // runs, batch 16 decode 0.536 -> 0.559 s and 0.673 -> 0.722 s (two host
-  // states), batch 64 1.464 -> 1.545 s and 1.552 -> 1.997 s, batch 1
-  // level (AMD EPYC AVX-512, 2026-12-04).
+  // The pair two pairs on instead (128 KB ahead at k = 512 rather than
+  // 64): base model, one thread, `tfmc translate --stats`, alternating, lower
+  // quartiles of 8-12 runs, batch 16 decode 0.536 -> 0.559 s and 0.673 -> 0.722
+  // s (two host states), batch 64 1.464 -> 1.545 s and 1.552 -> 1.997 s, batch
+  // 1 level (AMD EPYC AVX-512, 2026-12-04).
   const int64_t total = panelCount(n);
-  static const bool intel = __builtin_cpu_is("intel");
+  const bool intoL2 = aheadCacheLevel() == 2;
   for (int64_t p = firstPanel; p < np;) {
     int64_t col = p * kPanel, width = std::min<int64_t>(kPanel, n - col);
     bool pair = p + 1 < np && n - col >= 2 * kPanel;
@@ -233,16 +232,15 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // own (float32: the same lines at the same pace as shares, fewer
         // instructions: on the harness there, 1.01x; float16's 32-byte
         // rows ask for each line twice); a lone tile both panels' rows.
-        // On Intel CPUs into L2 (a guess at why, unmeasurable on this VM:
-        // L1's fill buffers hold few misses at once): on the harness, a
-        // Sapphire Rapids class Xeon, 1.09x faster than into L1 at 16
-        // rows, 1.06x at 24, 1.02x at 8, 32 and 64.
-        // Elsewhere into L1, except a lone tile of fewer than 4 rows (its
-        // steps are short, and L1's misses would pile up): on an AMD EPYC
-        // (AVX-512, 2026-12-05, when two tiles made every request), into
-        // L1 rather than every tile the whole pair into L2 (the later
-        // tiles' requests then mostly hits) was 1.18x faster at 16 rows,
-        // 1.07x at 4 and 8, 1.05x slower at 1 row.
+        // On Intel CPUs into L2 (aheadCacheLevel(); a guess at why,
+        // unmeasurable on this VM: L1's fill buffers hold few misses at once):
+        // on the harness, a Sapphire Rapids class Xeon, 1.09x faster than into
+        // L1 at 16 rows, 1.06x at 24, 1.02x at 8, 32 and 64. Elsewhere into L1,
+        // except a lone tile of fewer than 4 rows (its steps are short, and
+        // L1's misses would pile up): on an AMD EPYC (AVX-512, 2026-12-05, when
+        // two tiles made every request), into L1 rather than every tile the
+        // whole pair into L2 (the later tiles' requests then mostly hits)
+        // was 1.18x faster at 16 rows, 1.07x at 4 and 8, 1.05x slower at 1 row.
         float *out = y + t.row * ldy + (col - firstColumn);
         auto tiles = [&](auto ahead, bool intoL2) {
           if (intoL2)
@@ -255,15 +253,15 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         if (plan.tiles.size() > 2)
           tiles(ShareAhead(ahead, 2 * panelBytes, int64_t(plan.tiles.size()),
                            int64_t(tileIndex), RowTiles::countOf(t, k)),
-                intel);
+                intoL2);
         else if (plan.tiles.size() == 2)
           tiles(
               RowsAhead<1, panelRowBytes<Format>()>{
                   ahead + int64_t(tileIndex) * panelBytes, panelBytes},
-              intel);
+              intoL2);
         else
           tiles(RowsAhead<2, panelRowBytes<Format>()>{ahead, panelBytes},
-                intel || t.rows < 4);
+                intoL2 || t.rows < 4);
       } else {
         bool full = width == kPanel;
         float *at = y + t.row * ldy + (col - firstColumn);

@@ -39,6 +39,11 @@ namespace tfmc::runtime::packed {
 /// Where a tile's requests go: into L1 (T0) or into L2 (T1).
 enum class Request { IntoL1, IntoL2 };
 
+/// Requests the cache line at `line`, into L1 or L2.
+template <Request Into> inline void requestLine(const char *line) {
+  _mm_prefetch(line, Into == Request::IntoL2 ? _MM_HINT_T1 : _MM_HINT_T0);
+}
+
 /// A tile that requests nothing.
 struct NothingAhead {
   template <Request Into> void at(int64_t, int64_t) {}
@@ -54,9 +59,8 @@ template <int Panels, int64_t RowBytes> struct RowsAhead {
   int64_t panelBytes;
 
   template <Request Into> void at(int64_t, int64_t c) {
-    constexpr int hint = Into == Request::IntoL2 ? _MM_HINT_T1 : _MM_HINT_T0;
     for (int p = 0; p < Panels; ++p)
-      _mm_prefetch(from + p * panelBytes + c * RowBytes, hint);
+      requestLine<Into>(from + p * panelBytes + c * RowBytes);
   }
 };
 
@@ -84,17 +88,12 @@ public:
   }
 
   /// At each step, the lines due by its end (step()).
-  template <Request Into> void at(int64_t, int64_t) {
-    step([](const char *line) {
-      constexpr int hint = Into == Request::IntoL2 ? _MM_HINT_T1 : _MM_HINT_T0;
-      _mm_prefetch(line, hint);
-    });
-  }
+  template <Request Into> void at(int64_t, int64_t) { step(requestLine<Into>); }
 
   /// One step: request(line) for each line due by its end, in order:
   /// usually one every few steps, or a few a step where the tile has few
   /// steps for its share; by the end of its last step, all of its share.
-  template <class Request> void step(Request &&request) {
+  template <class Fn> void step(Fn &&request) {
     done += perStep;
     for (const char *due = from + (done >> kFraction); next < due;
          next += kLine)

@@ -9,12 +9,12 @@
 #include "runtime/session/CompiledModel.h"
 
 #include "compiler/JIT/CompileCache.h"
-#include "compiler/JIT/HostTarget.h"
 #include "compiler/JIT/JitModule.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "dialects/tfm/Transforms/Passes.h"
 #include "frontends/importer/Importer.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/KernelIsa.h"
 #include "runtime/kernels/ProfileProbes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -252,7 +252,7 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
   using frontend::LayerKind;
   mlir::tfm::PipelineOptions pipeline;
   pipeline.libraryMinRows = libraryKernelMinRows();
-  pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
+  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "format: tfmc compiled model 1\n"
@@ -342,7 +342,7 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   mlir::tfm::PipelineOptions pipeline;
   pipeline.useLibraryCalls = options.useLibraryKernels;
   pipeline.libraryMinRows = libraryKernelMinRows();
-  pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
+  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;

@@ -9,11 +9,11 @@
 #include "tools/tfmc/IntegerOption.h"
 #include "tools/tfmc/OutputPaths.h"
 
-#include "compiler/JIT/HostTarget.h"
 #include "compiler/Pipelines/EmitModel.h"
 #include "compiler/Pipelines/OpGraph.h"
 #include "frontends/model/Model.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/KernelIsa.h"
 
 #include "mlir/Support/Timing.h"
 
@@ -130,7 +130,7 @@ public:
     pipeline.libraryMinRows = libraryMinRows > 0
                                   ? int64_t(libraryMinRows)
                                   : runtime::libraryKernelMinRows();
-    pipeline.attentionPrefetchLevel = mlir::tfm::hostAttentionPrefetchLevel();
+    pipeline.attentionPrefetchLevel = runtime::packed::aheadCacheLevel();
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
     pipeline.timing = timing.root();

@@ -105,7 +105,7 @@ struct AttentionLowering : public TfmLowering<AttentionOp> {
   /// (2026-12-06, the same profile alternating 4-5 times) L2 was the faster
   /// by more: attention at batch 64 0.79x the time with L2 (float32;
   /// int8's float16 caches 0.785x), at batch 16 0.84x; the runtime asks
-  /// for L2 on Intel CPUs (hostAttentionPrefetchLevel()).
+  /// for L2 on Intel CPUs (packed::aheadCacheLevel() in the runtime).
   static void prefetchRow(KernelBuilder &k, Value m, Value b, Value j,
                           int64_t width, int64_t level) {
     auto type = cast<MemRefType>(m.getType());
