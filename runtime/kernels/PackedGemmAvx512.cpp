@@ -47,12 +47,6 @@ TFMC_AVX512 inline __m512 loadPanelRow(const void *panel, int64_t c) {
     return _mm512_loadu_ps(static_cast<const float *>(panel) + c * kPanel);
 }
 
-/// Bytes of a panel row: a k step of float32 or halves, a pair of k of
-/// bfloat16.
-template <PanelFormat Format> constexpr int64_t panelRowBytes() {
-  return Format == PanelFormat::F16 ? kPanel * 2 : kPanel * 4;
-}
-
 /// Every row's accumulators start from the bias.
 template <int Rows, int Panels>
 TFMC_AVX512 inline void startFromBias(__m512 (&acc)[Rows][Panels],

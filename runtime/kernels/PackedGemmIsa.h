@@ -1,8 +1,9 @@
 //===- PackedGemmIsa.h - per-instruction-set packed kernels -----*- C++ -*-===//
 //
-// Internal to the packed kernels: the AVX-512 variants that
-// PackedGemm.cpp dispatches to (PackedGemmAvx512.cpp), and the AMX ones
-// for int8 and bfloat16 panels (PackedGemmAmx.cpp).
+// Internal to the packed kernels: the per-instruction-set variants that
+// PackedGemm.cpp dispatches to: AVX2 (PackedGemmAvx2.cpp, every supported
+// CPU), AVX-512 (PackedGemmAvx512.cpp), and AMX for int8 and bfloat16
+// panels (PackedGemmAmx.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_KERNELS_PACKEDGEMMISA_H
@@ -10,6 +11,32 @@
 
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/RowTiles.h"
+
+namespace tfmc::runtime::packed {
+
+/// Bytes of a panel row: one k step of float32 or halves, one pair of k of
+/// bfloat16.
+template <PanelFormat Format> constexpr int64_t panelRowBytes() {
+  return Format == PanelFormat::F16 ? kPanel * 2 : kPanel * 4;
+}
+
+} // namespace tfmc::runtime::packed
+
+namespace tfmc::runtime::packed::avx2 {
+
+/// avx512::linear() on AVX2 for any panels (float32, float16, bfloat16),
+/// with tiles of at most kNarrowTileRows rows; for bfloat16 panels x holds
+/// the rows' operands widened to floats (widenBFloat16Operands(), rows
+/// 2 · pairsOf(k) apart). The same outputs, bit for bit.
+void linear(const float *x, const RowTiles &plan, const PackedWeight &w,
+            const float *bias, float *y, int64_t ldy, int64_t firstColumn,
+            int64_t firstPanel, int64_t endPanel, const char *after);
+/// avx512::int8Products() on AVX2 (7-bit inputs): the same int32 sums.
+void int8Products(const uint8_t *xq, int64_t m, const PackedWeight &w,
+                  int32_t *acc, int64_t ld, int64_t firstPanel,
+                  int64_t endPanel);
+
+} // namespace tfmc::runtime::packed::avx2
 
 namespace tfmc::runtime::packed::avx512 {
 
