@@ -251,7 +251,8 @@ TEST(PackedGemm, AmxInt8SumsAreTheVectorKernels) {
     GTEST_SKIP() << "needs AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16) and the "
                     "operating system's leave to use them";
   std::mt19937 rng(19);
-  // (One or two rows run vpdpbusd under Isa::Amx too: PackedGemm.cpp.)
+  // (One or two rows run vpdpbusd under Isa::Amx too: int8Tiles() in
+  // PackedGemm.cpp.)
   for (Shape s : {Shape{512, 512}, Shape{2048, 512}, Shape{512, 2048},
                   Shape{1000, 256}, Shape{48, 77}, Shape{33, 100}})
     for (int64_t m : {1, 3, 5, 16, 17, 23, 32, 48, 64, 100, 256}) {
