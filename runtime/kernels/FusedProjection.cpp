@@ -175,7 +175,8 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
         lib.panels(w.aligned + w.offset, n, k,
                    !half   ? OneDnn::PanelType::F32
                    : brain ? OneDnn::PanelType::BF16
-                           : OneDnn::PanelType::F16);
+                           : OneDnn::PanelType::F16,
+                   m);
     // Blocks of whole chunks (and so of whole panel pairs), m x width
     // floats of about 256 KB.
     static_assert(TopKScan::kChunk % (2 * packed::kPanel) == 0);
@@ -317,7 +318,8 @@ bool teamArgmax(OneDnn &lib, const MemRefDescriptor<3> &x, const Weight &w,
   const packed::PackedWeight &pw = lib.panels(w.aligned + w.offset, n, k,
                                               !half   ? OneDnn::PanelType::F32
                                               : brain ? OneDnn::PanelType::BF16
-                                                      : OneDnn::PanelType::F16);
+                                                      : OneDnn::PanelType::F16,
+                                              total);
   // Blocks of whole panel pairs, about 256 KB of outputs.
   int64_t width =
       std::clamp<int64_t>((int64_t(1) << 16) / total, 2 * packed::kPanel, 8192);
@@ -410,7 +412,7 @@ public:
 
   /// With usable(): quantizes the rows; before blocks().
   void prepare() {
-    pw = &lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8);
+    pw = &lib.panels(w.aligned + w.offset, n, k, OneDnn::PanelType::I8, m);
     xq.resize(m * pw->kPadded);
     rowScales.resize(m);
     const float *in = x.aligned + x.offset;

@@ -114,7 +114,7 @@ bool OneDnn::teamLinear(const MemRefDescriptor<3> &x, const void *w, int64_t n,
                   [&](const float *rows, int64_t total, float *out,
                       int64_t first, int64_t end) {
                     packed::linearColumns(
-                        rows, total, panels(w, n, k, type),
+                        rows, total, panels(w, n, k, type, total),
                         b.aligned + b.offset, out + first * packed::kPanel, n,
                         first, end, activation, packed::preferredIsa());
                   });
@@ -177,7 +177,7 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
   }
   if (packable && usePacked(m)) {
     const packed::PackedWeight &pw =
-        panels(w.aligned + w.offset, n, k, PanelType::F32);
+        panels(w.aligned + w.offset, n, k, PanelType::F32, m);
     packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
                    y.aligned + y.offset, activation, packed::preferredIsa(),
                    packedThreads(m, n, k));
@@ -267,8 +267,9 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   // against 2.07 s a batch, TFMC_KERNEL_ISA=avx2 on an AMD EPYC Zen 5).
   if (usePacked(m) || (brain && packed::bfloat16DotRuns())) {
     // Halves stay halves: the kernel widens them, half the bytes move.
-    const packed::PackedWeight &pw = panels(
-        w.aligned + w.offset, n, k, brain ? PanelType::BF16 : PanelType::F16);
+    const packed::PackedWeight &pw =
+        panels(w.aligned + w.offset, n, k,
+               brain ? PanelType::BF16 : PanelType::F16, m);
     packed::linear(x.aligned + x.offset, m, pw, b.aligned + b.offset,
                    y.aligned + y.offset, activation, packed::preferredIsa(),
                    packedThreads(m, n, k));
@@ -339,7 +340,7 @@ void OneDnn::linearI8(const MemRefDescriptor<3> &x,
     bool team = packable && shareable && inTeam();
     bool usePanels = packable && (usePacked(m) || team);
     const packed::PackedWeight *panelWeight =
-        usePanels ? &panels(weight, n, k, PanelType::I8) : nullptr;
+        usePanels ? &panels(weight, n, k, PanelType::I8, m) : nullptr;
     const LinearPrimitive *p =
         usePanels ? nullptr : &primitive({m, k, n, 0, /*int8=*/true});
     const PackedInt8Weight *reordered =
@@ -452,22 +453,50 @@ dnnl::stream &OneDnn::threadStream() {
 }
 
 const packed::PackedWeight &OneDnn::panels(const void *weight, int64_t n,
-                                           int64_t k, PanelType type) {
+                                           int64_t k, PanelType type,
+                                           int64_t rows) {
   bool brain = type == PanelType::BF16;
   bool half = type == PanelType::F16 || brain, int8 = type == PanelType::I8;
   std::lock_guard<std::mutex> lock(mutex);
   std::deque<packed::PackedWeight> &copies = packedPanels[weight];
-  // A float32 request may have been packed as exact halves.
-  for (const packed::PackedWeight &c : copies)
-    if (c.n == n && c.k == k && (c.half == half || (!half && c.exactHalves)) &&
-        c.brain == brain && c.int8 == int8)
-      return c;
   const auto *bits = static_cast<const uint16_t *>(weight);
-  copies.push_back(
-      int8    ? packed::packInt8(static_cast<const int8_t *>(weight), n, k)
-      : brain ? packed::packBFloat16(bits, n, k)
-      : half  ? packed::packHalves(bits, n, k)
-              : packed::pack(static_cast<const float *>(weight), n, k));
+  if (type != PanelType::F32) {
+    for (const packed::PackedWeight &c : copies)
+      if (c.n == n && c.k == k && c.half == half && c.brain == brain &&
+          c.int8 == int8 && !c.exactHalves)
+        return c;
+    copies.push_back(
+        int8    ? packed::packInt8(static_cast<const int8_t *>(weight), n, k)
+        : brain ? packed::packBFloat16(bits, n, k)
+                : packed::packHalves(bits, n, k));
+    return copies.back();
+  }
+  // float32: the exact halves' panels, or float32 ones (packed::
+  // kFloatPanelRows).
+  packed::PackedWeight *halves = nullptr, *floats = nullptr;
+  for (packed::PackedWeight &c : copies)
+    if (c.n == n && c.k == k && !c.brain && !c.int8 &&
+        (c.exactHalves || !c.half))
+      (c.exactHalves ? halves : floats) = &c;
+  const auto *values = static_cast<const float *>(weight);
+  if (rows >= packed::kFloatPanelRows) {
+    if (!floats) {
+      copies.push_back(packed::pack(values, n, k, /*exactAsHalves=*/false));
+      floats = &copies.back();
+    }
+    return *floats;
+  }
+  if (halves)
+    return *halves;
+  if (floats && floats->notHalves)
+    return *floats;
+  packed::PackedWeight p = packed::pack(values, n, k);
+  if (!p.half && floats) {
+    // (packed first for many rows, never looked at: not halves after all.)
+    floats->notHalves = true;
+    return *floats;
+  }
+  copies.push_back(std::move(p));
   return copies.back();
 }
 
@@ -477,7 +506,7 @@ const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
   // panels (packed before the lock, which panels() takes too).
   const packed::PackedWeight *tilePanels =
       type == PanelType::BF16 && packed::bfloat16Tiles()
-          ? &panels(weight, n, k, type)
+          ? &panels(weight, n, k, type, 1)
           : nullptr;
   std::lock_guard<std::mutex> lock(mutex);
   std::deque<ShortlistEntry> &entries = shortlists[weight];

@@ -174,9 +174,12 @@ public:
   static constexpr int64_t kMinSplitProducts = int64_t(1) << 17;
 
   /// The weight at `weight` ([n, k] floats, halves or int8) in panel
-  /// layout, packed on first use.
+  /// layout, packed on first use, for a call of `rows` rows: a float32
+  /// weight that is all halves exactly has half panels for fewer than
+  /// packed::kFloatPanelRows rows and float32 ones from there (the same
+  /// results).
   const packed::PackedWeight &panels(const void *weight, int64_t n, int64_t k,
-                                     PanelType type);
+                                     PanelType type, int64_t rows);
 
   /// The output projection at `weight` ([n, k] floats or 16-bit halves of
   /// `type`) with `bias` prepared for greedy's int8 shortlist

@@ -64,8 +64,10 @@ struct PackedWeight {
   int64_t n = 0, k = 0;
   /// `half`: 16-bit panels (in `f16`), IEEE half or, with `brain`,
   /// bfloat16. `exactHalves`: packed from float32 values that are all IEEE
-  /// halves exactly (pack()), so kept as halves.
-  bool half = false, brain = false, int8 = false, exactHalves = false;
+  /// halves exactly (pack()), so kept as halves. `notHalves`: float32
+  /// panels of values found not to be all halves (pack() looked).
+  bool half = false, brain = false, int8 = false, exactHalves = false,
+       notHalves = false;
   PanelFormat format() const {
     return !half ? PanelFormat::F32 : brain ? PanelFormat::BF16
                                             : PanelFormat::F16;
@@ -89,6 +91,21 @@ struct PackedWeight {
 /// from half the bytes.
 PackedWeight pack(const float *w, int64_t n, int64_t k,
                   bool exactAsHalves = true);
+
+/// From this many rows a float32 weight that is all halves runs on float32
+/// panels (a second copy, packed on first use) rather than its halves: the
+/// results are the same bits; halves move half the bytes, which is what
+/// counts while the rows are few and the weights stream from memory, and
+/// cost a conversion per panel row and tile, which is what counts once the
+/// FMAs set the pace. Float32 against half panels on a Sapphire Rapids
+/// class Xeon (one thread, the library's two copies alternating step by
+/// step): hot weights of the bundled model's shapes 0.95x at 8 rows, 1.12x
+/// at 16, 1.08-1.09x at 32-128; a streamed decoder step of the base model's
+/// 0.86x at 16 rows, 1.07x at 32, 1.09x at 64. The bundled model (all
+/// halves) on the dev set, alternating `translate --stats`: beam 4 decoded
+/// in 0.76x the time with float32 panels at every row count, greedy
+/// (17-32 rows a step) level (2026-12-06).
+constexpr int64_t kFloatPanelRows = 32;
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
 /// ... and from bfloat16 bits, in pairs of k (kept in `f16`, with `brain`
 /// set; subnormals as zeros, BFloat16Operands.h).

@@ -172,6 +172,7 @@ PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
     });
     return p;
   }
+  p.notHalves = exactAsHalves;
   packInto(w, n, k, p.f32);
   return p;
 }

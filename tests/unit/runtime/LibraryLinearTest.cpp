@@ -8,8 +8,10 @@
 // rows, against one call over all of them.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/model/Float16.h"
 #include "runtime/kernels/BFloat16Operands.h"
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/OneDnnLinear.h"
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/Quantize.h"
 #include "runtime/kernels/StepTeam.h"
@@ -17,6 +19,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -104,6 +107,54 @@ TEST(LibraryLinear, Float32MatchesPlainLoopsOnEveryRoute) {
     releaseKernelWeights(w.data());
   }
   setKernelThreads(1);
+}
+
+/// A float32 weight whose values are all halves runs on its half panels
+/// for fewer than packed::kFloatPanelRows rows and on float32 panels from
+/// there, whichever row count comes first, with the float32 panels' results
+/// bit for bit; a weight that is not all halves keeps one float32 copy.
+TEST(LibraryLinear, ExactHalvesRunOnHalfPanelsForFewRowsOnly) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  using library::OneDnn;
+  std::mt19937 rng(5);
+  const int64_t n = 48, k = 40, many = packed::kFloatPanelRows;
+  OneDnn &lib = OneDnn::get();
+  for (bool halves : {true, false})
+    for (bool manyFirst : {true, false}) {
+      std::vector<float> w = normal(n * k, rng), b = normal(n, rng);
+      for (float &v : w)
+        v = tfmc::halfToFloat(tfmc::floatToHalf(v));
+      if (!halves)
+        w[n * k / 2] = std::nextafter(w[n * k / 2], 10.0f);
+      packed::PackedWeight floats =
+          packed::pack(w.data(), n, k, /*exactAsHalves=*/false);
+      std::vector<int64_t> counts = {1, many - 1, many, 2 * many};
+      if (manyFirst)
+        std::rotate(counts.begin(), counts.begin() + 2, counts.end());
+      for (int64_t m : counts) {
+        std::vector<float> x = normal(m * k, rng), y(m * n, NAN), want(m * n);
+        auto xd = rows3(x, 1, m, k);
+        auto yd = rows3(y, 1, m, n);
+        auto wd = matrix(w, n, k);
+        auto bd = vector1(b);
+        _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, /*relu*/ 0);
+        ASSERT_EQ(takeKernelError(), "");
+        packed::linear(x.data(), m, floats, b.data(), want.data(), 0,
+                       packed::preferredIsa());
+        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4))
+            << m << " rows, halves " << halves;
+        const packed::PackedWeight &used =
+            lib.panels(w.data(), n, k, OneDnn::PanelType::F32, m);
+        EXPECT_EQ(used.format(), halves && m < many ? packed::PanelFormat::F16
+                                                    : packed::PanelFormat::F32)
+            << m << " rows, halves " << halves << ", many first " << manyFirst;
+        if (!halves)
+          EXPECT_EQ(&used,
+                    &lib.panels(w.data(), n, k, OneDnn::PanelType::F32, 1));
+      }
+      releaseKernelWeights(w.data());
+    }
 }
 
 /// bfloat16 on every route: bias, then per pair of k the odd k's FMA and
