@@ -373,20 +373,10 @@ void packed::avx512::linear(const float *x, const RowTiles &plan,
                             int64_t ldy, int64_t firstColumn,
                             int64_t firstPanel, int64_t endPanel,
                             const char *after) {
-  switch (w.format()) {
-  case PanelFormat::F16:
-    run<PanelFormat::F16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                          endPanel, after);
-    break;
-  case PanelFormat::BF16:
-    run<PanelFormat::BF16>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                           endPanel, after);
-    break;
-  case PanelFormat::F32:
-    run<PanelFormat::F32>(x, plan, w, bias, y, ldy, firstColumn, firstPanel,
-                          endPanel, after);
-    break;
-  }
+  withFormat(w.format(), [&](auto format) {
+    run<decltype(format)::value>(x, plan, w, bias, y, ldy, firstColumn,
+                                 firstPanel, endPanel, after);
+  });
 }
 
 namespace {

@@ -12,12 +12,30 @@
 #include "runtime/kernels/PackedGemm.h"
 #include "runtime/kernels/RowTiles.h"
 
+#include <type_traits>
+
 namespace tfmc::runtime::packed {
 
 /// Bytes of a panel row: one k step of float32 or halves, one pair of k of
 /// bfloat16.
 template <PanelFormat Format> constexpr int64_t panelRowBytes() {
   return Format == PanelFormat::F16 ? kPanel * 2 : kPanel * 4;
+}
+
+/// Calls body(std::integral_constant<PanelFormat, F>{}) for `format` F: a
+/// kernel templated on the panels' format, chosen at run time.
+template <class Body> void withFormat(PanelFormat format, Body &&body) {
+  switch (format) {
+  case PanelFormat::F16:
+    body(std::integral_constant<PanelFormat, PanelFormat::F16>{});
+    break;
+  case PanelFormat::BF16:
+    body(std::integral_constant<PanelFormat, PanelFormat::BF16>{});
+    break;
+  case PanelFormat::F32:
+    body(std::integral_constant<PanelFormat, PanelFormat::F32>{});
+    break;
+  }
 }
 
 } // namespace tfmc::runtime::packed
