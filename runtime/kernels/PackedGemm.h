@@ -101,7 +101,9 @@ PackedWeight pack(const float *w, int64_t n, int64_t k,
 /// class Xeon (one thread, the library's two copies alternating step by
 /// step): hot weights of the bundled model's shapes 0.95x at 8 rows, 1.12x
 /// at 16, 1.08-1.09x at 32-128; a streamed decoder step of the base model's
-/// 0.86x at 16 rows, 1.07x at 32, 1.09x at 64. The bundled model (all
+/// 0.86x at 16 rows, 1.07x at 32, 1.09x at 64; the AVX2 kernels
+/// (TFMC_KERNEL_ISA=avx2) hot 1.04x at 16 rows, 1.14x at 32 and 76,
+/// streamed 0.95x at 16, 1.13x at 32, 1.10x at 64. The bundled model (all
 /// halves) on the dev set, alternating `translate --stats`: beam 4 decoded
 /// in 0.76x the time with float32 panels at every row count, greedy
 /// (17-32 rows a step) level (2026-12-06).
