@@ -490,13 +490,12 @@ const packed::PackedWeight &OneDnn::panels(const void *weight, int64_t n,
     return *halves;
   if (floats && floats->notHalves)
     return *floats;
-  packed::PackedWeight p = packed::pack(values, n, k);
-  if (!p.half && floats) {
-    // (packed first for many rows, never looked at: not halves after all.)
+  if (floats && !packed::allHalves(values, n * k)) {
+    // (packed first for many rows, never looked at: not halves.)
     floats->notHalves = true;
     return *floats;
   }
-  copies.push_back(std::move(p));
+  copies.push_back(packed::pack(values, n, k));
   return copies.back();
 }
 

@@ -89,6 +89,13 @@ public:
                 const MemRefDescriptor<3> &y, int32_t activation,
                 bool packable = true, bool shareable = true);
 
+  /// How many panel copies of `weight` exist (without packing any).
+  size_t panelCopies(const void *weight) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = packedPanels.find(weight);
+    return it == packedPanels.end() ? 0 : it->second.size();
+  }
+
   void release(const void *weight) {
     std::lock_guard<std::mutex> lock(mutex);
     packedInt8.erase(weight);

@@ -65,7 +65,8 @@ struct PackedWeight {
   /// `half`: 16-bit panels (in `f16`), IEEE half or, with `brain`,
   /// bfloat16. `exactHalves`: packed from float32 values that are all IEEE
   /// halves exactly (pack()), so kept as halves. `notHalves`: float32
-  /// panels of values found not to be all halves (pack() looked).
+  /// panels of values known not to be all halves (pack() was asked to
+  /// look, or OneDnn::panels() looked).
   bool half = false, brain = false, int8 = false, exactHalves = false,
        notHalves = false;
   PanelFormat format() const {
@@ -92,6 +93,13 @@ struct PackedWeight {
 PackedWeight pack(const float *w, int64_t n, int64_t k,
                   bool exactAsHalves = true);
 
+PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
+/// ... and from bfloat16 bits, in pairs of k (kept in `f16`, with `brain`
+/// set; subnormals as zeros, BFloat16Operands.h).
+PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
+
+PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
+
 /// From this many rows a float32 weight that is all halves runs on float32
 /// panels (a second copy, packed on first use) rather than its halves: the
 /// results are the same bits; halves move half the bytes, which is what
@@ -104,16 +112,15 @@ PackedWeight pack(const float *w, int64_t n, int64_t k,
 /// 0.86x at 16 rows, 1.07x at 32, 1.09x at 64; the AVX2 kernels
 /// (TFMC_KERNEL_ISA=avx2) hot 1.04x at 16 rows, 1.14x at 32 and 76,
 /// streamed 0.95x at 16, 1.13x at 32, 1.10x at 64. The bundled model (all
-/// halves) on the dev set, alternating `translate --stats`: beam 4 decoded
-/// in 0.76x the time with float32 panels at every row count, greedy
-/// (17-32 rows a step) level (2026-12-06).
+/// halves) on the dev set, alternating `translate --stats` against halves
+/// at every row count: beam 4 decoded in 0.892x the time (float32 panels
+/// from 16 rows 0.953x, at every row count 0.933x), greedy 0.988x, greedy
+/// at batch 64 0.947x (2026-12-06).
 constexpr int64_t kFloatPanelRows = 32;
-PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
-/// ... and from bfloat16 bits, in pairs of k (kept in `f16`, with `brain`
-/// set; subnormals as zeros, BFloat16Operands.h).
-PackedWeight packBFloat16(const uint16_t *w, int64_t n, int64_t k);
 
-PackedWeight packInt8(const int8_t *w, int64_t n, int64_t k);
+/// Whether every one of the `count` floats at `w` is an IEEE half exactly
+/// (what pack() looks at; false without AVX2, where no panels run).
+bool allHalves(const float *w, int64_t count);
 
 /// Panels [first, end) of share `t` of `threads`: whole pairs of panels
 /// (the AVX-512 tiles take two at a time), so every column is computed by

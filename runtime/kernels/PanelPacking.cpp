@@ -158,12 +158,16 @@ halvesOf(const float *w, int64_t count, uint16_t *out) {
     out[i] = tfmc::floatToHalf(w[i]);
 }
 
+bool packed::allHalves(const float *w, int64_t count) {
+  return availableOnThisCpu() && allExactHalves(w, count);
+}
+
 PackedWeight packed::pack(const float *w, int64_t n, int64_t k,
                           bool exactAsHalves) {
   PackedWeight p;
   p.n = n;
   p.k = k;
-  if (exactAsHalves && availableOnThisCpu() && allExactHalves(w, n * k)) {
+  if (exactAsHalves && allHalves(w, n * k)) {
     p.half = p.exactHalves = true;
     std::vector<uint16_t> halves(k);
     packRows(n, k, p.f16, [&](int64_t row) {

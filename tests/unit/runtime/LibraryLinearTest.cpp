@@ -111,8 +111,10 @@ TEST(LibraryLinear, Float32MatchesPlainLoopsOnEveryRoute) {
 
 /// A float32 weight whose values are all halves runs on its half panels
 /// for fewer than packed::kFloatPanelRows rows and on float32 panels from
-/// there, whichever row count comes first, with the float32 panels' results
-/// bit for bit; a weight that is not all halves keeps one float32 copy.
+/// there, whichever row count comes first: tfm_rt_linear packs each copy
+/// once, when the first call of its kind comes (counted without packing),
+/// and gives the float32 panels' results bit for bit; a weight that is not
+/// all halves keeps one float32 copy.
 TEST(LibraryLinear, ExactHalvesRunOnHalfPanelsForFewRowsOnly) {
   if (!packed::availableOnThisCpu())
     GTEST_SKIP() << "needs AVX2 and FMA";
@@ -129,9 +131,11 @@ TEST(LibraryLinear, ExactHalvesRunOnHalfPanelsForFewRowsOnly) {
         w[n * k / 2] = std::nextafter(w[n * k / 2], 10.0f);
       packed::PackedWeight floats =
           packed::pack(w.data(), n, k, /*exactAsHalves=*/false);
-      std::vector<int64_t> counts = {1, many - 1, many, 2 * many};
+      std::vector<int64_t> counts = {1, many - 1, many, 2 * many, 3, many};
       if (manyFirst)
         std::rotate(counts.begin(), counts.begin() + 2, counts.end());
+      ASSERT_EQ(lib.panelCopies(w.data()), 0u);
+      bool sawFew = false, sawMany = false;
       for (int64_t m : counts) {
         std::vector<float> x = normal(m * k, rng), y(m * n, NAN), want(m * n);
         auto xd = rows3(x, 1, m, k);
@@ -144,15 +148,23 @@ TEST(LibraryLinear, ExactHalvesRunOnHalfPanelsForFewRowsOnly) {
                        packed::preferredIsa());
         EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4))
             << m << " rows, halves " << halves;
-        const packed::PackedWeight &used =
-            lib.panels(w.data(), n, k, OneDnn::PanelType::F32, m);
-        EXPECT_EQ(used.format(), halves && m < many ? packed::PanelFormat::F16
-                                                    : packed::PanelFormat::F32)
-            << m << " rows, halves " << halves << ", many first " << manyFirst;
-        if (!halves)
-          EXPECT_EQ(&used,
-                    &lib.panels(w.data(), n, k, OneDnn::PanelType::F32, 1));
+        (m < many ? sawFew : sawMany) = true;
+        // One copy a kind, made by the first call that needs it.
+        size_t expected = halves ? size_t(sawFew) + size_t(sawMany) : 1;
+        EXPECT_EQ(lib.panelCopies(w.data()), expected)
+            << "after " << m << " rows, halves " << halves << ", many first "
+            << manyFirst;
       }
+      // Both kinds exist now: the lookups pack nothing and name them.
+      const packed::PackedWeight &few =
+          lib.panels(w.data(), n, k, OneDnn::PanelType::F32, 1);
+      const packed::PackedWeight &wide =
+          lib.panels(w.data(), n, k, OneDnn::PanelType::F32, many);
+      EXPECT_EQ(few.format(),
+                halves ? packed::PanelFormat::F16 : packed::PanelFormat::F32);
+      EXPECT_EQ(wide.format(), packed::PanelFormat::F32);
+      EXPECT_EQ(&few == &wide, !halves);
+      EXPECT_EQ(lib.panelCopies(w.data()), halves ? 2u : 1u);
       releaseKernelWeights(w.data());
     }
 }
