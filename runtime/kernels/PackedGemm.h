@@ -92,7 +92,6 @@ struct PackedWeight {
 /// from half the bytes.
 PackedWeight pack(const float *w, int64_t n, int64_t k,
                   bool exactAsHalves = true);
-
 PackedWeight packHalves(const uint16_t *w, int64_t n, int64_t k);
 /// ... and from bfloat16 bits, in pairs of k (kept in `f16`, with `brain`
 /// set; subnormals as zeros, BFloat16Operands.h).

@@ -69,8 +69,9 @@ TFMC_AVX512 inline void storeTile(__m512 (&acc)[Rows][Panels], float *out,
 /// Rows × (Panels · 16) outputs: `panel` and, for two panels, the next one
 /// (`panelBytes` on), over `count` k steps: c = 0 .. count - 1, or
 /// (Sparse) the listed `steps`; x's rows are `k` apart, each read through
-/// a pointer of its own (an address register a row, no arithmetic a
-/// step). Meanwhile the tile requests its share of the panels ahead.
+/// a pointer of its own (no address arithmetic a step; the compiler keeps
+/// some of them on the stack). Meanwhile the tile requests its share of
+/// the panels ahead.
 template <int Rows, int Panels, PanelFormat Format, Request Into, bool Sparse,
           class Ahead>
 TFMC_AVX512 void tile(const float *x, int64_t k, const int32_t *steps,
@@ -236,13 +237,13 @@ TFMC_AVX512 void run(const float *x, const RowTiles &plan,
         // whole pair into L2 (the later tiles' requests then mostly hits)
         // was 1.18x faster at 16 rows, 1.07x at 4 and 8, 1.05x slower at 1 row.
         float *out = y + t.row * ldy + (col - firstColumn);
-        auto tiles = [&](auto ahead, bool intoL2) {
-          if (intoL2)
+        auto tiles = [&](auto requests, bool toL2) {
+          if (toL2)
             tileRows<2, Format, Request::IntoL2>(
-                plan, t, xr, k, panel, panelBytes, ahead, b, out, ldy);
+                plan, t, xr, k, panel, panelBytes, requests, b, out, ldy);
           else
             tileRows<2, Format, Request::IntoL1>(
-                plan, t, xr, k, panel, panelBytes, ahead, b, out, ldy);
+                plan, t, xr, k, panel, panelBytes, requests, b, out, ldy);
         };
         if (plan.tiles.size() > 2)
           tiles(ShareAhead(ahead, 2 * panelBytes, int64_t(plan.tiles.size()),

@@ -231,6 +231,16 @@ readMetadata(llvm::StringRef text, std::vector<ProfiledOp> &ops) {
 
 /// The build that holds this code: its file's size and modification time,
 /// so that a rebuilt tfmc never trusts objects of an older lowering.
+/// The pipeline options this process's runtime decides (the cache key
+/// records them, the compile uses them): the library kernels' row
+/// threshold and the cache level attention's prefetches fill.
+static mlir::tfm::PipelineOptions hostPipeline() {
+  mlir::tfm::PipelineOptions pipeline;
+  pipeline.libraryMinRows = libraryKernelMinRows();
+  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
+  return pipeline;
+}
+
 static std::string buildIdentity() {
   Dl_info info;
   if (!dladdr(reinterpret_cast<void *>(&buildIdentity), &info) ||
@@ -250,9 +260,7 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
                                     int64_t targetVocabSize,
                                     const CompileOptions &options) {
   using frontend::LayerKind;
-  mlir::tfm::PipelineOptions pipeline;
-  pipeline.libraryMinRows = libraryKernelMinRows();
-  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
+  mlir::tfm::PipelineOptions pipeline = hostPipeline();
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "format: tfmc compiled model 1\n"
@@ -339,10 +347,8 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
                                      targetVocabSize, import);
       });
   using mlir::tfm::Stage;
-  mlir::tfm::PipelineOptions pipeline;
+  mlir::tfm::PipelineOptions pipeline = hostPipeline();
   pipeline.useLibraryCalls = options.useLibraryKernels;
-  pipeline.libraryMinRows = libraryKernelMinRows();
-  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
