@@ -55,34 +55,43 @@ def flops_per_token(a, src_len, steps, vocab):
 
 
 def weight_bytes_per_step(a, vocab, ct="float32"):
-    """Bytes of weights one decoder step reads at batch 1 with compute type
-    `ct`. Greedy's output projection reads an int8 copy of a float weight
-    (codes plus six floats per output: ShortlistArgmax.h) where the runtime's
-    rule takes it at one row (runtime/kernels/ShortlistArgmax.h,
-    shortlistPays): a vocabulary of 8,192 or more, or a weight of 8 MiB or
-    more."""
+    """Bytes of weights one decoder step reads with compute type `ct`.
+    Greedy's output projection reads an int8 copy of a float weight (codes
+    plus six floats per output: runtime/kernels/ShortlistArgmax.h) wherever
+    the packed kernels run (since 2026-12-06 at every vocabulary; before,
+    from 8,192 outputs or 8 MiB)."""
     d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
     per_layer = 4 * d * d + 2 * d * d + 2 * d * ff + 8 * d + ff
     scale = {"float32": 1.0, "float16": 0.5, "bfloat16": 0.5, "int8": 0.25}.get(ct, 1.0)
     layers = 4 * L * per_layer * scale
-    projection = 4 * scale * vocab * d
-    if ct != "int8" and (vocab >= 8192 or projection >= 8 << 20):
-        return layers + vocab * d + 24 * vocab
-    return layers + projection + 4 * vocab
+    if ct != "int8":
+        return layers + shortlist_bytes(a, vocab)
+    return layers + 4 * scale * vocab * d + 4 * vocab
+
+
+def shortlist_bytes(a, vocab):
+    """The int8 shortlist's bytes of greedy's output projection."""
+    return vocab * a["d_model"] + 24 * vocab
 
 
 def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
     """The largest share of sgemm a float32 greedy step at `batch` rows can
-    reach on a machine with these probe rates, as a step runs: its GEMMs at
-    sgemm's rate or its weights at the read rate, whichever is slower, then
-    attention reading the keys and values (self caches at steps/2 positions
-    on average, cross rows at src_len, float32) at the read rate. The
-    step's FLOP (flops_per_token) over that time, over sgemm."""
+    reach on a machine with these probe rates, as a step runs: the
+    decoder layers' GEMMs at sgemm's rate or their weights at the read
+    rate, whichever is slower; greedy's output projection, which runs as an
+    int8 shortlist (its int8 copy at the read rate, the int8 products
+    taken as free: AMX or vpdpbusd, many times sgemm's rate); then
+    attention reading the keys and values (self caches at steps/2
+    positions on average, cross rows at src_len, float32) at the read
+    rate. The step's FLOP (flops_per_token, the projection counted as the
+    float32 GEMM it stands for) over that time, over sgemm."""
     d, L = a["d_model"], a["num_decoder_layers"]
-    gemm = batch * gemm_flops_per_token(a, vocab) / (sgemm_gflops * 1e9)
-    weights = weight_bytes_per_step(a, vocab) / (read_gbs * 1e9)
+    projection_flops = 2 * d * vocab
+    gemm = batch * (gemm_flops_per_token(a, vocab) - projection_flops) / (sgemm_gflops * 1e9)
+    weights = (weight_bytes_per_step(a, vocab) - shortlist_bytes(a, vocab)) / (read_gbs * 1e9)
+    projection = shortlist_bytes(a, vocab) / (read_gbs * 1e9)
     keys_values = L * batch * (steps / 2 + src_len) * 2 * d * 4 / (read_gbs * 1e9)
-    step = max(gemm, weights) + keys_values
+    step = max(gemm, weights) + projection + keys_values
     return batch * flops_per_token(a, src_len, steps, vocab) / (sgemm_gflops * 1e9) / step
 
 
@@ -419,9 +428,10 @@ def main():
                 f"{100 * float32_ceiling(arch, args.src_len, args.steps, tgt_vocab, b, limits[t]['sgemm_gflops'], limits[t]['read_gbs']):.0f}%"
                 for (b, t) in sorted(base) if b > 1 and limits.get(t, {}).get("sgemm_gflops")]
     if ceilings:
-        print("float32 ceiling from the probe at the start (GEMMs at sgemm's rate or the "
-              "weights at the read rate, whichever is slower, then attention's keys and "
-              "values at the read rate; % of sgemm): " + ", ".join(ceilings))
+        print("float32 ceiling from the probe at the start (the layers' GEMMs at sgemm's "
+              "rate or their weights at the read rate, whichever is slower, greedy's int8 "
+              "shortlist of the output projection at the read rate, then attention's keys "
+              "and values at the read rate; % of sgemm): " + ", ".join(ceilings))
     ints = [f"batch {r['batch']} threads {r['threads']}: "
             f"{100 * r['tfmc'] * fpt / 1e9 / tile_peak[r['threads']]:.0f}%"
             for r in rows if r["ct"] == "int8" and r["threads"] in tile_peak]

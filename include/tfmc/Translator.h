@@ -75,10 +75,10 @@ struct LoadOptions {
   /// Load runs a one-sentence translation so that the kernels pack their
   /// weights then rather than in the first batch; with more than one
   /// (at most 256), also a batch of this many sentences: the batch size
-  /// translate calls will use. Some kernels change with the batch (greedy's
-  /// output projection of a mid-sized vocabulary reads an int8 shortlist
-  /// for one sentence and float panels for more), and packing those in the
-  /// first batch is paid in its decoding time.
+  /// translate calls will use. Some kernels change with the batch (a
+  /// float32 weight of exact halves, like the bundled model's, runs on half
+  /// panels below 32 rows and on a float32 copy from 32), and packing those
+  /// in the first batch is paid in its decoding time.
   int64_t warmUpRows = 1;
 };
 

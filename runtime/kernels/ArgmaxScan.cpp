@@ -19,6 +19,23 @@ bool ScanExclusions::excludesAnyIn(int64_t first, int64_t end) const {
   return false;
 }
 
+void ScanExclusions::excludedIn(int64_t first, int64_t end,
+                                std::vector<int64_t> &ids) const {
+  ids.clear();
+  auto take = [&](int64_t id) {
+    if (id >= first && id < end)
+      ids.push_back(id);
+  };
+  if (!allowEos)
+    take(eos);
+  for (int64_t i = 0; i < neverCount; ++i)
+    take(never[i]);
+  for (int64_t i = 0; i < bannedCount; ++i)
+    take(banned[i]);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
 namespace {
 
 /// Values per vector test: eight registers of eight.

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace tfmc::runtime {
 
@@ -45,6 +46,8 @@ struct ScanExclusions {
   }
   /// Whether an id in [first, end) is excluded.
   bool excludesAnyIn(int64_t first, int64_t end) const;
+  /// The excluded ids in [first, end), increasing, each once, into `ids`.
+  void excludedIn(int64_t first, int64_t end, std::vector<int64_t> &ids) const;
 };
 
 struct ArgmaxScan {

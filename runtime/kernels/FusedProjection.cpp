@@ -214,19 +214,16 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
 }
 
 /// The prepared weight when greedy's projection takes the int8 shortlist
-/// (ShortlistArgmax.h) for m rows: the packed kernels' rows, a projection
-/// where it pays (shortlistPays; TFMC_GREEDY_SHORTLIST=always: any), a
-/// weight without NaNs or infinities; null: the full scan.
+/// (ShortlistArgmax.h) for m rows: the packed kernels' rows (unless
+/// TFMC_GREEDY_SHORTLIST=never), a weight without NaNs or infinities;
+/// null: the full scan.
 template <typename Weight>
 const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
                                     const MemRefDescriptor<1> &b, bool brain,
                                     int64_t m) {
   constexpr bool half = sizeof(*w.aligned) == 2;
   int64_t n = w.sizes[0], k = w.sizes[1];
-  ShortlistPolicy policy = shortlistPolicy();
-  if (policy == ShortlistPolicy::Never || !OneDnn::usePacked(m) ||
-      (policy == ShortlistPolicy::Auto &&
-       !shortlistPays(m, n, n * k * static_cast<int64_t>(sizeof(*w.aligned)))))
+  if (shortlistPolicy() == ShortlistPolicy::Off || !OneDnn::usePacked(m))
     return nullptr;
   return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k,
                        !half   ? OneDnn::PanelType::F32

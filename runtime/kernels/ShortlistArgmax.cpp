@@ -250,6 +250,12 @@ float thresholdOf(float best) {
 struct ColumnTerms {
   const int32_t *rowSums;
   const float *scale, *error, *codeNorm, *slack, *bias;
+
+  /// The terms of the columns from the j-th on.
+  ColumnTerms from(int64_t j) const {
+    return {rowSums + j,  scale + j, error + j,
+            codeNorm + j, slack + j, bias + j};
+  }
 };
 
 /// A + B of one column, into *upper; returns A - B.
@@ -415,6 +421,7 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
   thread_local std::vector<std::vector<Candidate>> candidates;
   thread_local std::vector<int32_t> acc;
   thread_local std::vector<float> uppers;
+  thread_local std::vector<int64_t> cuts;
   xq.assign(m * kp, 0);
   codes.resize(k);
   rows.assign(m, RowBound());
@@ -449,27 +456,25 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
       const int32_t *sums = acc.data() + r * width;
       excluded.allowEos = allowEos[r] != 0;
       std::vector<Candidate> &list = candidates[r];
-      if (excluded.excludesAnyIn(c0, c0 + count)) {
-        // Element by element: excluded ids neither set M nor stay.
-        float best = rb.best;
-        for (int64_t j = 0; j < count; ++j) {
-          if (excluded.excludes(c0 + j)) {
-            uppers[j] = -std::numeric_limits<float>::infinity();
-            continue;
-          }
-          best = std::max(best, boundOf(sums[j], col.rowSums[j], rb.scale, rb,
-                                        col, j, uppers.data() + j));
-        }
-        rb.best = best;
-        float threshold = thresholdOf(rb.best);
-        for (int64_t j = 0; j < count; ++j)
-          if (!excluded.excludes(c0 + j) && uppers[j] >= threshold)
-            list.push_back({static_cast<int32_t>(c0 + j), uppers[j]});
-      } else {
-        rb.best =
-            std::max(rb.best, blockBounds(sums, rb, col, count, uppers.data()));
-        collect(uppers.data(), count, c0, thresholdOf(rb.best), list);
+      // Excluded ids (eos before --min-length, the never-list, banned
+      // n-grams: a few) neither set M nor stay: the runs between them take
+      // the vector bounds, the ids themselves an upper bound of -inf.
+      excluded.excludedIn(c0, c0 + count, cuts);
+      float best = rb.best;
+      int64_t start = 0;
+      for (int64_t cut = 0; cut <= static_cast<int64_t>(cuts.size()); ++cut) {
+        int64_t stop =
+            cut < static_cast<int64_t>(cuts.size()) ? cuts[cut] - c0 : count;
+        if (stop > start)
+          best =
+              std::max(best, blockBounds(sums + start, rb, col.from(start),
+                                         stop - start, uppers.data() + start));
+        if (stop < count)
+          uppers[stop] = -std::numeric_limits<float>::infinity();
+        start = stop + 1;
       }
+      rb.best = best;
+      collect(uppers.data(), count, c0, thresholdOf(rb.best), list);
       if (list.size() > kMaxCandidates && !prune(list, thresholdOf(rb.best)))
         return false;
     }
@@ -539,15 +544,14 @@ bool tfmc::runtime::shortlistBounds(const ShortlistWeight &w, const float *x,
 
 ShortlistPolicy tfmc::runtime::shortlistPolicyFor(const char *value,
                                                   std::string &note) {
-  if (!value || !*value || std::strcmp(value, "auto") == 0)
-    return ShortlistPolicy::Auto;
-  if (std::strcmp(value, "always") == 0)
-    return ShortlistPolicy::Always;
+  if (!value || !*value || std::strcmp(value, "auto") == 0 ||
+      std::strcmp(value, "always") == 0)
+    return ShortlistPolicy::On;
   if (std::strcmp(value, "never") == 0)
-    return ShortlistPolicy::Never;
+    return ShortlistPolicy::Off;
   note = std::string("note: TFMC_GREEDY_SHORTLIST=") + value +
          " is not auto, always or never; using auto";
-  return ShortlistPolicy::Auto;
+  return ShortlistPolicy::On;
 }
 
 ShortlistPolicy tfmc::runtime::shortlistPolicy() {

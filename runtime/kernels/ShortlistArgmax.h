@@ -89,27 +89,27 @@ bool shortlistArgmax(const ShortlistWeight &w, const float *x, int64_t m,
 bool shortlistBounds(const ShortlistWeight &w, const float *x, float *lower,
                      float *upper);
 
-/// When tfm.linear_argmax takes the shortlist: TFMC_GREEDY_SHORTLIST=
-/// auto (default: where shortlistPays), always or never (read once; another
-/// value gives one `note:` line on stderr and auto).
-enum class ShortlistPolicy { Auto, Always, Never };
+/// Whether tfm.linear_argmax takes the shortlist wherever the packed
+/// kernels run: TFMC_GREEDY_SHORTLIST=auto (default) or always (the same
+/// since 2026-12-06), never (the full scan; read once; another value
+/// gives one `note:` line on stderr and auto). It pays at every size
+/// measured since the bounds of a block holding an excluded id (pad and
+/// bos always, eos before --min-length) were vectorised like the rest:
+/// projection time against the full scan (`tfmc profile`, paired runs),
+/// one thread, Sapphire Rapids class Xeon: base model with 8,000 outputs
+/// (16 MB float32) 0.49x at 16 rows and 0.34x at 64 (int8 products on AMX
+/// tiles), 0.47x, 0.49x, 0.48x at 4, 16, 64 rows with vpdpbusd
+/// (TFMC_KERNEL_ISA=avx512), 0.50x, 0.63x, 0.65x with the AVX2 kernels;
+/// the bundled model (4,000 x 256 halves, 2 MB, in cache) 0.56x at 1 row,
+/// 0.62x at 2, 0.67x at 8, 0.51x at 32, 0.46x at 64, 0.44x at 256 (AVX2
+/// kernels 0.41x and 0.44x at 1 and 2 rows). Before, a block holding an
+/// excluded id took every bound through scalar calls, and the rule was a
+/// vocabulary of 8,192 or more or a weight of 8 MiB or more.
+enum class ShortlistPolicy { On, Off };
 ShortlistPolicy shortlistPolicy();
 /// The policy for a TFMC_GREEDY_SHORTLIST value (null: unset); `note` gets
 /// the line for a value that is not understood.
 ShortlistPolicy shortlistPolicyFor(const char *value, std::string &note);
-/// Auto's rule for m rows of a projection with n outputs and a weight of
-/// `weightBytes`: a large vocabulary (n >= 8,192), or a few rows (m <= 4)
-/// of a weight that does not stay in cache (>= 8 MiB), where the float
-/// kernels wait for the weight's bytes. Measured on an AVX-512 EPYC, one
-/// thread, decoder seconds of 64 steps (shortlist against the full scan):
-/// base model with 65,001 outputs (133 MB) batch 1 3.9 vs 7.9, batch 16
-/// 0.96-0.99 vs 1.30-1.37; with 8,000 outputs (16 MB) batch 1 16.0 vs 18.4,
-/// batch 4 1.31-1.35 vs 1.36-1.37, batch 8 0.81-0.84 vs 0.80-0.83, batch
-/// 16 level; the bundled model (4,000 × 256 halves, 2 MB) on the dev set
-/// 0.82-0.84 vs 0.73-0.74.
-constexpr bool shortlistPays(int64_t m, int64_t n, int64_t weightBytes) {
-  return n >= 8192 || (m <= 4 && weightBytes >= (int64_t(8) << 20));
-}
 
 } // namespace tfmc::runtime
 

@@ -148,10 +148,10 @@ void Session::prepareKernels(int64_t rows) {
   // search shares, and a beam warm-up would also pack the float panels of a
   // projection that greedy reads through its int8 shortlist (133 MB for
   // 65,001 x 512), which a greedy-only process never needs. One row, and
-  // the caller's batch: the base model's 8,000 x 512 projection is read
-  // through its shortlist at one row and through float panels from five
-  // rows on; packing those (16 MB) here moves 0.06-0.08 s out of the first
-  // batch's decoding on an AVX-512 EPYC VM (docs/cli.md, --stats).
+  // the caller's batch: some weights are packed by the rows of a step (a
+  // float32 weight of exact halves runs on half panels below 32 rows and on
+  // a float32 copy from 32: PackedGemm.h), and packing those here keeps it
+  // out of the first batch's decoding (docs/cli.md, --stats).
   std::vector<int64_t> batches = {1};
   if (rows > 1)
     batches.push_back(rows);

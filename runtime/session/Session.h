@@ -74,9 +74,9 @@ struct SessionOptions {
   bool prepareKernels = true;
   /// Sentences of a second warm-up batch (when more than one, at most
   /// kMaxWarmUpRows): the batch size translate() will be called with.
-  /// Some kernels change with the rows of a step (greedy's output
-  /// projection reads an int8 shortlist at a few rows and float panels at
-  /// more), so a one-row warm-up alone leaves the panels of the larger
+  /// Some kernels change with the rows of a step (a float32 weight of exact
+  /// halves runs on half panels below 32 rows and on a float32 copy from
+  /// 32), so a one-row warm-up alone leaves the panels of the larger
   /// batches to be packed in the first one's decoding time.
   int64_t warmUpRows = 1;
   /// Positions each self-attention cache holds at first; it doubles, up to

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -81,6 +82,29 @@ TEST(ArgmaxScan, NothingAllowedChoosesNothing) {
   scan.add(row, 0, 3, excluded);
   EXPECT_EQ(scan.best, -1);
   EXPECT_EQ(scan.choice(), -1);
+}
+
+/// A block's excluded ids, as the shortlist cuts its bound runs at them:
+/// from all three lists, unsorted and repeated, in increasing order, each
+/// once, only those inside [first, end), eos only when it is barred.
+TEST(ArgmaxScan, ExcludedIdsOfABlockAreSortedAndDistinct) {
+  const int32_t never[] = {40, 3, 40, 9, 0};
+  const int32_t banned[] = {9, 12, 39, 100};
+  ScanExclusions excluded{never, 5, /*eos=*/20, /*allowEos=*/false, banned, 4};
+  std::vector<int64_t> ids = {77}; // replaced, not appended to
+  excluded.excludedIn(3, 40, ids);
+  EXPECT_EQ(ids, (std::vector<int64_t>{3, 9, 12, 20, 39}));
+  excluded.allowEos = true;
+  excluded.excludedIn(0, 41, ids);
+  EXPECT_EQ(ids, (std::vector<int64_t>{0, 3, 9, 12, 39, 40}));
+  excluded.excludedIn(41, 100, ids);
+  EXPECT_TRUE(ids.empty());
+  // Whatever excludedIn lists, excludes() says, and nothing else.
+  excluded.allowEos = false;
+  excluded.excludedIn(0, 128, ids);
+  for (int64_t id = 0; id < 128; ++id)
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), id), excluded.excludes(id))
+        << id;
 }
 
 } // namespace
