@@ -54,17 +54,18 @@ def flops_per_token(a, src_len, steps, vocab):
     return gemm_flops_per_token(a, vocab) + L * attention
 
 
-def weight_bytes_per_step(a, vocab, ct="float32"):
+def weight_bytes_per_step(a, vocab, ct="float32", bf16_tiles=False):
     """Bytes of weights one decoder step reads with compute type `ct`.
     Greedy's output projection reads an int8 copy of a float weight (codes
     plus six floats per output: runtime/kernels/ShortlistArgmax.h) wherever
-    the packed kernels run (since 2026-12-06 at every vocabulary; before,
-    from 8,192 outputs or 8 MiB)."""
+    the packed kernels run, but for bfloat16 on AMX tiles (`bf16_tiles`),
+    whose full scan is as fast (since 2026-12-06; before, from 8,192
+    outputs or 8 MiB)."""
     d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
     per_layer = 4 * d * d + 2 * d * d + 2 * d * ff + 8 * d + ff
     scale = {"float32": 1.0, "float16": 0.5, "bfloat16": 0.5, "int8": 0.25}.get(ct, 1.0)
     layers = 4 * L * per_layer * scale
-    if ct != "int8":
+    if ct != "int8" and not (ct == "bfloat16" and bf16_tiles):
         return layers + shortlist_bytes(a, vocab)
     return layers + 4 * scale * vocab * d + 4 * vocab
 
@@ -388,7 +389,7 @@ def main():
         lim = limits.get(r["threads"], {})
         gf = r["tfmc"] * fpt / 1e9
         peak = f"{gf:.1f} ({100 * gf / lim['sgemm_gflops']:.0f}%)" if lim else f"{gf:.1f}"
-        wb = weight_bytes_per_step(arch, tgt_vocab, r["ct"])
+        wb = weight_bytes_per_step(arch, tgt_vocab, r["ct"], bool(tile_peak))
         bound = f"{1000 * wb / (lim['read_gbs'] * 1e9):.2f}" if lim and r["batch"] == 1 else "-"
         torch_tps = f"{r['torch']:.1f}" if "torch" in r else "-"
         ratio = f"{r['tfmc'] / r['torch']:.2f}" if "torch" in r else "-"
@@ -451,7 +452,7 @@ def main():
             shares = sorted(tps * fpt / 1e9 / pr["sgemm_gflops"] for tps, _, pr in series)
             text = f"batch {b} threads {t} {ct}: {100 * shares[len(shares) // 2]:.0f}% of sgemm"
             if b == 1:
-                wb = weight_bytes_per_step(arch, tgt_vocab, ct)
+                wb = weight_bytes_per_step(arch, tgt_vocab, ct, bool(tile_peak))
                 bounds = sorted(ms / (1000 * wb / (pr["read_gbs"] * 1e9)) for _, ms, pr in series)
                 text += f", step {bounds[len(bounds) // 2]:.2f}x the bound"
             against.append(text)

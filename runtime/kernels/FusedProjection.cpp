@@ -214,21 +214,27 @@ bool scanOutputs(OneDnn &lib, const char *kernel, const MemRefDescriptor<3> &x,
 }
 
 /// The prepared weight when greedy's projection takes the int8 shortlist
-/// (ShortlistArgmax.h) for m rows: the packed kernels' rows (unless
-/// TFMC_GREEDY_SHORTLIST=never), a weight without NaNs or infinities;
-/// null: the full scan.
+/// (ShortlistArgmax.h) for m rows: the packed kernels' rows, a projection
+/// where it pays (shortlistPays; TFMC_GREEDY_SHORTLIST=always: any), a
+/// weight without NaNs or infinities; null: the full scan.
 template <typename Weight>
 const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
                                     const MemRefDescriptor<1> &b, bool brain,
                                     int64_t m) {
   constexpr bool half = sizeof(*w.aligned) == 2;
   int64_t n = w.sizes[0], k = w.sizes[1];
-  if (shortlistPolicy() == ShortlistPolicy::Off || !OneDnn::usePacked(m))
+  OneDnn::PanelType type = !half   ? OneDnn::PanelType::F32
+                           : brain ? OneDnn::PanelType::BF16
+                                   : OneDnn::PanelType::F16;
+  ShortlistPolicy policy = shortlistPolicy();
+  if (policy == ShortlistPolicy::Never || !OneDnn::usePacked(m) ||
+      (policy == ShortlistPolicy::Auto &&
+       !shortlistPays(!half   ? packed::PanelFormat::F32
+                      : brain ? packed::PanelFormat::BF16
+                              : packed::PanelFormat::F16,
+                      packed::bfloat16Tiles())))
     return nullptr;
-  return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k,
-                       !half   ? OneDnn::PanelType::F32
-                       : brain ? OneDnn::PanelType::BF16
-                               : OneDnn::PanelType::F16);
+  return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k, type);
 }
 
 /// Each row's greedy choice through the shortlist, the columns split

@@ -544,14 +544,15 @@ bool tfmc::runtime::shortlistBounds(const ShortlistWeight &w, const float *x,
 
 ShortlistPolicy tfmc::runtime::shortlistPolicyFor(const char *value,
                                                   std::string &note) {
-  if (!value || !*value || std::strcmp(value, "auto") == 0 ||
-      std::strcmp(value, "always") == 0)
-    return ShortlistPolicy::On;
+  if (!value || !*value || std::strcmp(value, "auto") == 0)
+    return ShortlistPolicy::Auto;
+  if (std::strcmp(value, "always") == 0)
+    return ShortlistPolicy::Always;
   if (std::strcmp(value, "never") == 0)
-    return ShortlistPolicy::Off;
+    return ShortlistPolicy::Never;
   note = std::string("note: TFMC_GREEDY_SHORTLIST=") + value +
          " is not auto, always or never; using auto";
-  return ShortlistPolicy::On;
+  return ShortlistPolicy::Auto;
 }
 
 ShortlistPolicy tfmc::runtime::shortlistPolicy() {

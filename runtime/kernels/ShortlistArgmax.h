@@ -89,27 +89,34 @@ bool shortlistArgmax(const ShortlistWeight &w, const float *x, int64_t m,
 bool shortlistBounds(const ShortlistWeight &w, const float *x, float *lower,
                      float *upper);
 
-/// Whether tfm.linear_argmax takes the shortlist wherever the packed
-/// kernels run: TFMC_GREEDY_SHORTLIST=auto (default) or always (the same
-/// since 2026-12-06), never (the full scan; read once; another value
-/// gives one `note:` line on stderr and auto). It pays at every size
-/// measured since the bounds of a block holding an excluded id (pad and
-/// bos always, eos before --min-length) were vectorised like the rest:
-/// projection time against the full scan (`tfmc profile`, paired runs),
-/// one thread, Sapphire Rapids class Xeon: base model with 8,000 outputs
-/// (16 MB float32) 0.49x at 16 rows and 0.34x at 64 (int8 products on AMX
-/// tiles), 0.47x, 0.49x, 0.48x at 4, 16, 64 rows with vpdpbusd
-/// (TFMC_KERNEL_ISA=avx512), 0.50x, 0.63x, 0.65x with the AVX2 kernels;
-/// the bundled model (4,000 x 256 halves, 2 MB, in cache) 0.56x at 1 row,
-/// 0.62x at 2, 0.67x at 8, 0.51x at 32, 0.46x at 64, 0.44x at 256 (AVX2
-/// kernels 0.41x and 0.44x at 1 and 2 rows). Before, a block holding an
-/// excluded id took every bound through scalar calls, and the rule was a
-/// vocabulary of 8,192 or more or a weight of 8 MiB or more.
-enum class ShortlistPolicy { On, Off };
+/// When tfm.linear_argmax takes the shortlist (where the packed kernels
+/// run): TFMC_GREEDY_SHORTLIST=auto (default: where shortlistPays), always
+/// or never (the full scan; read once; another value gives one `note:`
+/// line on stderr and auto).
+enum class ShortlistPolicy { Auto, Always, Never };
 ShortlistPolicy shortlistPolicy();
 /// The policy for a TFMC_GREEDY_SHORTLIST value (null: unset); `note` gets
 /// the line for a value that is not understood.
 ShortlistPolicy shortlistPolicyFor(const char *value, std::string &note);
+/// Auto's rule for a projection whose weight is in `format`: everywhere
+/// but bfloat16 on AMX tiles (`tiles`: packed::bfloat16Tiles()), whose full
+/// scan is as fast or faster. Projection time against the full scan
+/// (`tfmc profile`, paired runs), one thread, Sapphire Rapids class Xeon:
+/// base model with 8,000 outputs (16 MB float32) 0.49x at 16 rows and
+/// 0.34x at 64 (int8 products on AMX tiles), 0.47x, 0.49x, 0.48x at 4, 16,
+/// 64 rows with vpdpbusd (TFMC_KERNEL_ISA=avx512), 0.50x, 0.63x, 0.65x with
+/// the AVX2 kernels; float16 0.6x at 16, 0.4x at 64; bfloat16 on
+/// vdpbf16ps 0.85x at 1 row, 0.8x at 4, 0.38x at 16, 0.31x at 64, but on
+/// AMX tiles 1.0x at 1 row, 1.2-1.3x at 4 and 1.6-2.2x at 16-64 (with
+/// 65,001 outputs level); the bundled model (4,000 x 256 halves, 2 MB, in
+/// cache) 0.56x at 1 row, 0.62x at 2, 0.67x at 8, 0.51x at 32, 0.46x at 64
+/// and 256 (AVX2 kernels 0.41x and 0.44x at 1 and 2 rows). Until
+/// 2026-12-06 a block holding an excluded id (pad and bos always, eos
+/// before --min-length) took every bound through scalar calls, and the rule
+/// was a vocabulary of 8,192 or more or a weight of 8 MiB or more.
+constexpr bool shortlistPays(packed::PanelFormat format, bool tiles) {
+  return !(format == packed::PanelFormat::BF16 && tiles);
+}
 
 } // namespace tfmc::runtime
 

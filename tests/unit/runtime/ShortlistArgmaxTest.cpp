@@ -507,14 +507,23 @@ TEST(ShortlistArgmax, RefusesWhatItCannotBound) {
                                allowEos.data(), got.data()));
 }
 
+TEST(ShortlistArgmax, AutoTakesItButForBFloat16OnTiles) {
+  for (PanelFormat format : kFormats) {
+    EXPECT_TRUE(shortlistPays(format, /*tiles=*/false)) << nameOf(format);
+    EXPECT_EQ(shortlistPays(format, /*tiles=*/true),
+              format != PanelFormat::BF16)
+        << nameOf(format);
+  }
+}
+
 TEST(ShortlistArgmax, PolicyFromTheEnvironment) {
   std::string note;
-  EXPECT_EQ(shortlistPolicyFor(nullptr, note), ShortlistPolicy::On);
-  EXPECT_EQ(shortlistPolicyFor("auto", note), ShortlistPolicy::On);
-  EXPECT_EQ(shortlistPolicyFor("always", note), ShortlistPolicy::On);
-  EXPECT_EQ(shortlistPolicyFor("never", note), ShortlistPolicy::Off);
+  EXPECT_EQ(shortlistPolicyFor(nullptr, note), ShortlistPolicy::Auto);
+  EXPECT_EQ(shortlistPolicyFor("auto", note), ShortlistPolicy::Auto);
+  EXPECT_EQ(shortlistPolicyFor("always", note), ShortlistPolicy::Always);
+  EXPECT_EQ(shortlistPolicyFor("never", note), ShortlistPolicy::Never);
   EXPECT_TRUE(note.empty());
-  EXPECT_EQ(shortlistPolicyFor("sometimes", note), ShortlistPolicy::On);
+  EXPECT_EQ(shortlistPolicyFor("sometimes", note), ShortlistPolicy::Auto);
   EXPECT_NE(note.find("TFMC_GREEDY_SHORTLIST=sometimes"), std::string::npos);
 }
 
