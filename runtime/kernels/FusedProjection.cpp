@@ -229,10 +229,7 @@ const ShortlistWeight *shortlistFor(OneDnn &lib, const Weight &w,
   ShortlistPolicy policy = shortlistPolicy();
   if (policy == ShortlistPolicy::Never || !OneDnn::usePacked(m) ||
       (policy == ShortlistPolicy::Auto &&
-       !shortlistPays(!half   ? packed::PanelFormat::F32
-                      : brain ? packed::PanelFormat::BF16
-                              : packed::PanelFormat::F16,
-                      packed::bfloat16Tiles())))
+       !shortlistPays(OneDnn::panelFormat(type), packed::bfloat16Tiles())))
     return nullptr;
   return lib.shortlist(w.aligned + w.offset, b.aligned + b.offset, n, k, type);
 }

@@ -512,12 +512,9 @@ const ShortlistWeight *OneDnn::shortlist(const void *weight, const float *bias,
   for (const ShortlistEntry &e : entries)
     if (e.bias == bias && e.n == n && e.k == k && e.type == type)
       return e.prepared.get();
-  packed::PanelFormat format =
-      type == PanelType::BF16  ? packed::PanelFormat::BF16
-      : type == PanelType::F16 ? packed::PanelFormat::F16
-                               : packed::PanelFormat::F32;
-  entries.push_back({bias, n, k, type,
-                     prepareShortlist(weight, format, bias, n, k, tilePanels)});
+  entries.push_back(
+      {bias, n, k, type,
+       prepareShortlist(weight, panelFormat(type), bias, n, k, tilePanels)});
   return entries.back().prepared.get();
 }
 

@@ -53,6 +53,12 @@ class OneDnn {
 public:
   /// How a weight's panels store it (panels()).
   enum class PanelType { F32, F16, BF16, I8 };
+  /// The float kernels' panel format of a float, half or bfloat16 type.
+  static packed::PanelFormat panelFormat(PanelType type) {
+    return type == PanelType::BF16  ? packed::PanelFormat::BF16
+           : type == PanelType::F16 ? packed::PanelFormat::F16
+                                    : packed::PanelFormat::F32;
+  }
 
   static OneDnn &get() {
     static OneDnn instance;

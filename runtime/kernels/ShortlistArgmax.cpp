@@ -474,7 +474,9 @@ bool tfmc::runtime::shortlistArgmax(const ShortlistWeight &w, const float *x,
         start = stop + 1;
       }
       rb.best = best;
-      collect(uppers.data(), count, c0, thresholdOf(rb.best), list);
+      // Before the first allowed id (-inf) no id of the block can stay.
+      if (best != -std::numeric_limits<float>::infinity())
+        collect(uppers.data(), count, c0, thresholdOf(rb.best), list);
       if (list.size() > kMaxCandidates && !prune(list, thresholdOf(rb.best)))
         return false;
     }

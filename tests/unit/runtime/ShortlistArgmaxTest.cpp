@@ -419,7 +419,8 @@ TEST(ShortlistArgmax, ExclusionsAnywhereInABlock) {
   std::mt19937 rng(17);
   const int64_t n = 9000, k = 24;
   std::vector<int32_t> never = {8999, 17, 3, 17, 4096, 4095, 8191, 0};
-  std::vector<int32_t> banned = {3, 100, 101, 102, 4097, 8192, 1637, 1638};
+  // Block edges: 8,192 columns at 1 and 5 rows, 4,096 at 16, 1,632 at 40.
+  std::vector<int32_t> banned = {3, 100, 101, 102, 4097, 8192, 1631, 1632};
   std::vector<float> wv = normal(n * k, rng), bias = normal(n, rng);
   for (float &v : wv)
     v *= 0.2f;
@@ -458,6 +459,53 @@ TEST(ShortlistArgmax, ExclusionsAnywhereInABlock) {
         EXPECT_LT(got[r].value, 1e3f) << label << " row " << r;
     }
   }
+}
+
+/// Ids excluded from the start of a share up to the first allowed one
+/// (more than the shortlist recomputes) are never candidates: the call
+/// still succeeds. And an excluded id's upper bound is -inf whatever an
+/// earlier call left in the thread's buffers: a call that refused (every
+/// id of 0..2999 tied) followed by one that excludes those ids succeeds.
+TEST(ShortlistArgmax, LongExcludedRunsKeepNoCandidates) {
+  if (!packed::availableOnThisCpu())
+    GTEST_SKIP() << "needs AVX2 and FMA";
+  std::mt19937 rng(19);
+  const int64_t n = 9000, k = 16, m = 1;
+  std::vector<float> wv = normal(n * k, rng), bias(n, 0.0f), x = normal(k, rng);
+  for (int64_t c = 0; c < 3000; ++c) {
+    for (int64_t i = 0; i < k; ++i)
+      wv[c * k + i] = 0.0f;
+    bias[c] = 100.0f;
+  }
+  Weight w(wv, n, k, PanelFormat::F32);
+  auto sw = prepareShortlist(w.data(), w.format, bias.data(), n, k, &w.panels);
+  ASSERT_NE(sw, nullptr);
+  std::vector<int32_t> allowEos(m, 1);
+  std::vector<ArgmaxScan> got(m);
+  const int64_t panels = packed::panelCount(n);
+  // 3,000 exact ties: too many candidates.
+  EXPECT_FALSE(shortlistArgmax(*sw, x.data(), m, 0, panels, ScanExclusions(),
+                               allowEos.data(), got.data()));
+  std::vector<int32_t> never;
+  for (int32_t id = 0; id < 3000; ++id)
+    never.push_back(id);
+  ScanExclusions excluded;
+  excluded.never = never.data();
+  excluded.neverCount = static_cast<int64_t>(never.size());
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, panels, excluded,
+                              allowEos.data(), got.data()));
+  EXPECT_GE(got[0].best, 3000);
+  expectSameChoices(w, bias, x, m, 0, panels, excluded, allowEos, "ties out");
+  // Everything before the block's edge (8,192 columns at one row) barred.
+  for (int32_t id = 3000; id < 8192; ++id)
+    never.push_back(id);
+  excluded.never = never.data();
+  excluded.neverCount = static_cast<int64_t>(never.size());
+  ASSERT_TRUE(shortlistArgmax(*sw, x.data(), m, 0, panels, excluded,
+                              allowEos.data(), got.data()));
+  EXPECT_GE(got[0].best, 8192);
+  expectSameChoices(w, bias, x, m, 0, panels, excluded, allowEos,
+                    "first block barred");
 }
 
 /// What the bound cannot cover is refused, so the caller scans in full:
