@@ -23,6 +23,15 @@ inline bool inTeam() {
   return StepTeam::current(member) && packed::availableOnThisCpu();
 }
 
+/// Makes `v` hold at least `size` elements. A thread's scratch serves
+/// layers of every width in turn: resizing it to each (smaller, then
+/// larger again) zero-filled the regrown tail at every meeting, 1.5% of a
+/// two-thread bfloat16 batch-16 run's samples.
+template <typename T> void growTo(std::vector<T> &v, int64_t size) {
+  if (static_cast<int64_t>(v.size()) < size)
+    v.resize(size);
+}
+
 /// A meeting of the calling thread's StepTeam at one layer: every
 /// member's offer, this member's place, and where its rows start among
 /// all of them.
@@ -32,12 +41,13 @@ struct TeamMeeting {
   int member = 0, members = 0;
   int64_t totalRows = 0, firstRow = 0;
 
-  /// Copies every member's `field` (rows of `width` T each) into `into`,
-  /// in member order.
+  /// Copies every member's `field` (rows of `width` T each) into the
+  /// start of `into`, in member order (`into` only grows: see
+  /// growTo()).
   template <typename T>
   void gather(const void *TeamOffer::*field, int64_t width,
               std::vector<T> &into) const {
-    into.resize(totalRows * width);
+    growTo(into, totalRows * width);
     int64_t at = 0;
     for (int p = 0; p < members; ++p) {
       std::memcpy(into.data() + at * width, offers[p].*field,
@@ -88,7 +98,7 @@ bool withTeam(const void *layer, const void *bias, int64_t detail, const In *x,
   thread_local std::vector<In> gathered;
   thread_local std::vector<Out> results;
   meeting.gather(&TeamOffer::input, ldx, gathered);
-  results.resize(meeting.totalRows * n);
+  growTo(results, meeting.totalRows * n);
   int64_t panelsOfN = packed::panelCount(n);
   auto [first, end] =
       packed::panelShare(panelsOfN, meeting.member, meeting.members);
