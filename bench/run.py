@@ -54,13 +54,16 @@ def flops_per_token(a, src_len, steps, vocab):
     return gemm_flops_per_token(a, vocab) + L * attention
 
 
+# A weight value's bytes as a fraction of float32's 4, by compute type.
+WEIGHT_SCALE = {"float32": 1.0, "float16": 0.5, "bfloat16": 0.5, "int8": 0.25}
+
+
 def layer_bytes(a, ct="float32"):
     """Bytes of the decoder layers' weights (biases and norms included)
     with compute type `ct`."""
     d, ff, L = a["d_model"], a["d_ff"], a["num_decoder_layers"]
     per_layer = 4 * d * d + 2 * d * d + 2 * d * ff + 8 * d + ff
-    scale = {"float32": 1.0, "float16": 0.5, "bfloat16": 0.5, "int8": 0.25}.get(ct, 1.0)
-    return 4 * L * per_layer * scale
+    return 4 * L * per_layer * WEIGHT_SCALE.get(ct, 1.0)
 
 
 def weight_bytes_per_step(a, vocab, ct="float32", bf16_tiles=False):
@@ -72,8 +75,7 @@ def weight_bytes_per_step(a, vocab, ct="float32", bf16_tiles=False):
     outputs or 8 MiB)."""
     if ct != "int8" and not (ct == "bfloat16" and bf16_tiles):
         return layer_bytes(a, ct) + shortlist_bytes(a, vocab)
-    scale = {"bfloat16": 0.5, "int8": 0.25}[ct]
-    return layer_bytes(a, ct) + 4 * scale * vocab * a["d_model"] + 4 * vocab
+    return layer_bytes(a, ct) + 4 * WEIGHT_SCALE[ct] * vocab * a["d_model"] + 4 * vocab
 
 
 def shortlist_bytes(a, vocab):

@@ -229,8 +229,6 @@ readMetadata(llvm::StringRef text, std::vector<ProfiledOp> &ops) {
 // The cache key.
 //===----------------------------------------------------------------------===//
 
-/// The build that holds this code: its file's size and modification time,
-/// so that a rebuilt tfmc never trusts objects of an older lowering.
 /// The pipeline options this process's runtime decides (the cache key
 /// records them, the compile uses them): the library kernels' row
 /// threshold and the cache level attention's prefetches fill.
@@ -241,6 +239,8 @@ static mlir::tfm::PipelineOptions hostPipeline() {
   return pipeline;
 }
 
+/// The build that holds this code: its file's size and modification time,
+/// so that a rebuilt tfmc never trusts objects of an older lowering.
 static std::string buildIdentity() {
   Dl_info info;
   if (!dladdr(reinterpret_cast<void *>(&buildIdentity), &info) ||

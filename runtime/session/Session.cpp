@@ -148,11 +148,11 @@ void Session::prepareKernels(int64_t rows) {
   // search shares, and a beam warm-up would also pack the float panels of a
   // projection that greedy reads through its int8 shortlist (133 MB for
   // 65,001 x 512; all but bfloat16 on AMX tiles), which a greedy-only
-  // process then never needs. One row, and
-  // the caller's batch: some weights are packed by the rows of a step (a
-  // float32 weight of exact halves runs on half panels below 32 rows and on
-  // a float32 copy from 32: PackedGemm.h), and packing those here keeps it
-  // out of the first batch's decoding (docs/cli.md, --stats).
+  // process then never needs. One row, and the caller's batch: some weights
+  // are packed by the rows of a step (a float32 weight of exact halves runs
+  // on half panels below 32 rows and on a float32 copy from 32:
+  // PackedGemm.h), and packing those here keeps it out of the first
+  // batch's decoding (docs/cli.md, --stats).
   std::vector<int64_t> batches = {1};
   if (rows > 1)
     batches.push_back(rows);
