@@ -1,7 +1,7 @@
 //===- linear_shapes.cpp - GFLOP/s of tfmc's linear kernels per shape -----===//
 //
 // tfmc-bench-linear [--rows 1,16,64] [--dims D,F,V] [--hot] [--zeros P]
-// [--step L]: for
+// [--step L [--threads T]]: for
 // the linear shapes (N x K) of a model with d_model D, d_ff F and a target
 // vocabulary of V (default: the base model, 512,2048,8000), M rows, runs the
 // runtime's library kernels through their C ABI (what compiled code calls:
@@ -18,13 +18,17 @@
 // (each layer's merged QKV, self-attention output, cross-attention query and
 // output, ff1, ff2, then the output projection) one after another, as a
 // decoder step streams them, and prints the step's GFLOP/s (median of 100
-// steps), float32, bfloat16 and int8, per row count.
+// steps), float32, bfloat16 and int8, per row count; with --threads T, on a
+// step team of T threads as `tfmc translate --threads T` runs a step (its
+// rows cut into T ranges whose linear layers meet: runtime/kernels/
+// StepTeam.h), the layers alone, without the attention between them.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/model/BFloat16.h"
 #include "frontends/model/Float16.h"
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/kernels/Quantize.h"
+#include "runtime/kernels/StepTeam.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -34,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -61,7 +66,8 @@ extern "C" void _mlir_ciface_tfm_rt_linear_i8(MemRefDescriptor<3> *,
 
 namespace {
 
-template <typename T> MemRefDescriptor<2, T> matrix(T *p, int64_t n, int64_t k) {
+template <typename T>
+MemRefDescriptor<2, T> matrix(T *p, int64_t n, int64_t k) {
   return {p, p, 0, {n, k}, {k, 1}};
 }
 MemRefDescriptor<1> vector1(float *p, int64_t n) { return {p, p, 0, {n}, {1}}; }
@@ -88,7 +94,7 @@ double timeIt(int reps, const std::function<void(int)> &call) {
 
 /// --step: the linear layers of a decoder step of `layers` layers, in order.
 int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
-              int64_t vocab, int64_t layers) {
+              int64_t vocab, int64_t layers, int members) {
   struct Layer {
     int64_t n, k;
     std::vector<float> w, bias;
@@ -114,9 +120,17 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
       l.brain.push_back(tfmc::floatToBFloat16(v));
     widest = std::max({widest, l.n, l.k});
   }
-  std::printf("| decoder step, %lld layers | M | tfmc f32 GFLOP/s | tfmc bf16 "
-              "GFLOP/s | tfmc int8 (GOP/s) |\n|---|---|---|---|---|\n",
-              (long long)layers);
+  std::printf("| decoder step, %lld layers, %d thread(s) | M | tfmc f32 "
+              "GFLOP/s | tfmc bf16 GFLOP/s | tfmc int8 (GOP/s) |\n"
+              "|---|---|---|---|---|\n",
+              (long long)layers, members);
+  // With more than one thread, the rows run as a decoder step's do with
+  // --threads: cut into one contiguous range per member of a StepTeam,
+  // whose linear layers meet (each member computing a share of every
+  // layer's columns for all rows).
+  std::unique_ptr<StepTeam> team;
+  if (members > 1)
+    team = std::make_unique<StepTeam>(members);
   for (int64_t m : rowCounts) {
     std::vector<float> x(m * widest), y(m * widest);
     for (float &v : x)
@@ -129,22 +143,30 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
       std::vector<double> times;
       for (int rep = 0; rep < 103; ++rep) {
         auto start = std::chrono::steady_clock::now();
-        for (Layer &l : step) {
-          MemRefDescriptor<3> xd = rows3(x.data(), m, l.k),
-                              yd = rows3(y.data(), m, l.n);
-          MemRefDescriptor<1> bd = vector1(l.bias.data(), l.n);
-          if (kind == I8) {
-            auto wd = matrix(l.q.values.data(), l.n, l.k);
-            MemRefDescriptor<1> sd = vector1(l.q.scales.data(), l.n);
-            _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, 0);
-          } else if (kind == BF16) {
-            auto wd = matrix(l.brain.data(), l.n, l.k);
-            _mlir_ciface_tfm_rt_linear_bf16(&xd, &wd, &bd, &yd, 0);
-          } else {
-            auto wd = matrix(l.w.data(), l.n, l.k);
-            _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, 0);
+        auto run = [&](int member) {
+          int64_t first = m * member / members,
+                  rows = m * (member + 1) / members - first;
+          for (Layer &l : step) {
+            MemRefDescriptor<3> xd = rows3(x.data() + first * l.k, rows, l.k),
+                                yd = rows3(y.data() + first * l.n, rows, l.n);
+            MemRefDescriptor<1> bd = vector1(l.bias.data(), l.n);
+            if (kind == I8) {
+              auto wd = matrix(l.q.values.data(), l.n, l.k);
+              MemRefDescriptor<1> sd = vector1(l.q.scales.data(), l.n);
+              _mlir_ciface_tfm_rt_linear_i8(&xd, &wd, &sd, &bd, &yd, 0);
+            } else if (kind == BF16) {
+              auto wd = matrix(l.brain.data(), l.n, l.k);
+              _mlir_ciface_tfm_rt_linear_bf16(&xd, &wd, &bd, &yd, 0);
+            } else {
+              auto wd = matrix(l.w.data(), l.n, l.k);
+              _mlir_ciface_tfm_rt_linear(&xd, &wd, &bd, &yd, 0);
+            }
           }
-        }
+        };
+        if (team)
+          team->run(run);
+        else
+          run(0);
         if (rep >= 3) // the first steps pack the weights
           times.push_back(std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - start)
@@ -174,6 +196,7 @@ int main(int argc, char **argv) {
   bool hot = false;
   double zeros = -1;
   int64_t stepLayers = 0;
+  int threads = 1;
   auto list = [](char *text) {
     std::vector<int64_t> values;
     for (char *s = std::strtok(text, ","); s; s = std::strtok(nullptr, ","))
@@ -194,6 +217,12 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "error: --step takes a positive layer count\n");
         return 1;
       }
+    } else if (arg == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+      if (threads <= 0) {
+        std::fprintf(stderr, "error: --threads takes a positive count\n");
+        return 1;
+      }
     } else if (arg == "--zeros" && i + 1 < argc) {
       char *end = nullptr;
       zeros = std::strtod(argv[++i], &end);
@@ -204,7 +233,8 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "error: unknown argument '%s' (expected --rows "
-                   "M,.. --dims D,F,V --hot --zeros P --step L)\n",
+                   "M,.. --dims D,F,V --hot --zeros P --step L --threads "
+                   "T)\n",
                    arg.c_str());
       return 1;
     }
@@ -226,8 +256,12 @@ int main(int argc, char **argv) {
     }
   const int64_t d = dims[0], ff = dims[1], vocab = dims[2];
   setKernelThreads(1);
+  if (threads > 1 && stepLayers == 0) {
+    std::fprintf(stderr, "error: --threads goes with --step\n");
+    return 1;
+  }
   if (stepLayers > 0)
-    return stepRates(rowCounts, d, ff, vocab, stepLayers);
+    return stepRates(rowCounts, d, ff, vocab, stepLayers, threads);
   struct Shape {
     std::string name;
     int64_t n, k;
