@@ -20,20 +20,25 @@ constexpr float kLowest = -std::numeric_limits<float>::infinity();
 /// exp(x) for x <= 0 in float: x = n ln2 + r with |r| <= ln2/2, exp(r) by
 /// its degree-6 Taylor polynomial (relative error < 2e-7), 2^n through the
 /// exponent bits. Written branch-free so that the loop below vectorises.
+/// Every multiply-add is a fused one, written out (expNonPositive16() runs
+/// the same ones): the bits do not depend on whether the compiler contracts
+/// `a * b + c` (clang does within an expression, by default, where the
+/// target has FMA; the baseline target has none and calls fmaf, slowly but
+/// to the same bits, so every variant's sums agree).
 __attribute__((always_inline)) inline float expNonPositive(float x) {
   x = x < -87.0f ? -87.0f : x;
   // Round x / ln2 to the nearest integer with the 1.5 * 2^23 trick: t's
   // low mantissa bits hold n.
-  float t = x * 1.44269504f + 12582912.0f;
+  float t = __builtin_fmaf(x, 1.44269504f, 12582912.0f);
   float n = t - 12582912.0f;
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  float r = __builtin_fmaf(n, -0.693359375f, x);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = __builtin_fmaf(1.0f / 720, r, 1.0f / 120);
+  p = __builtin_fmaf(p, r, 1.0f / 24);
+  p = __builtin_fmaf(p, r, 1.0f / 6);
+  p = __builtin_fmaf(p, r, 0.5f);
+  p = __builtin_fmaf(p, r, 1.0f);
+  p = __builtin_fmaf(p, r, 1.0f);
   // n read from t's bits rather than converted: a NaN x (a model whose
   // outputs overflowed) then gives a NaN sum without converting NaN to an
   // integer, which is undefined; for every other x the bits are those of
@@ -65,11 +70,12 @@ __attribute__((always_inline)) inline float sumExpFrom(const float *values,
 
 /// sum_v exp(values[v] - max), eight partial sums in id order. Always
 /// inlined, so each caller compiles it for its own target (AVX2 + FMA, or
-/// the baseline). The baseline has no FMA: its sums may differ from the
-/// FMA builds' in the last bits (in 595 of 20,000 random rows, 2026-12-05),
-/// while sumExpAvx512() gives sumExpAvx2()'s bits (none of them differed).
-/// Every caller on one host takes the same one, so a fused scan and a scan
-/// of the whole row agree.
+/// the baseline). Every variant gives the same bits (the baseline's sums
+/// differed in the last bits in 595 of 20,000 random rows while
+/// expNonPositive() left its multiply-adds to the compiler, 2026-12-05),
+/// so scores do not depend on the host's instruction set; every caller on
+/// one host takes the same one, so a fused scan and a scan of the whole
+/// row agree.
 __attribute__((always_inline)) inline float
 sumExpBody(const float *values, int64_t count, float max) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -90,9 +96,8 @@ bool haveAvx2() {
   return ok;
 }
 
-/// expNonPositive(values[i] - max) for sixteen values, by the operations
-/// the compiler makes of it for AVX2 + FMA (contracted multiply-adds where
-/// the expressions allow them), so each lane's bits are sumExpAvx2()'s.
+/// expNonPositive(values[i] - max) for sixteen values, by its operations,
+/// so each lane's bits are sumExpAvx2()'s.
 __attribute__((target("avx512f,fma"))) inline __m512
 expNonPositive16(const float *values, __m512 max) {
   __m512 x = _mm512_sub_ps(_mm512_loadu_ps(values), max);
@@ -144,6 +149,36 @@ sumExpAvx512(const float *values, int64_t count, float max) {
 bool haveAvx512() {
   static const bool ok = packed::avx512Vectors(packed::preferredIsa());
   return ok;
+}
+
+} // namespace
+
+float tfmc::runtime::detail::sumExpWith(SumExpVariant variant,
+                                        const float *values, int64_t count,
+                                        float max) {
+  switch (variant) {
+  case SumExpVariant::Avx512:
+    return sumExpAvx512(values, count, max);
+  case SumExpVariant::Avx2:
+    return sumExpAvx2(values, count, max);
+  case SumExpVariant::Generic:
+    break;
+  }
+  return sumExpGeneric(values, count, max);
+}
+
+namespace {
+
+__attribute__((target("avx2,fma"))) float expNonPositiveFma(float x) {
+  return expNonPositive(x);
+}
+
+/// expNonPositive() of one value outside the vector code (a chunk's
+/// rescaling): its multiply-adds inline where the CPU has FMA, through
+/// fmaf's calls elsewhere; the same bits.
+float expOne(float x) {
+  return packed::availableOnThisCpu() ? expNonPositiveFma(x)
+                                      : expNonPositive(x);
 }
 
 float sumExp(const float *values, int64_t count, float max) {
@@ -456,11 +491,10 @@ void TopKScan::addToShift(const float *chunk, int64_t n, float chunkMax) {
   }
   float chunkSum = sumExp(chunk, n, chunkMax);
   if (chunkMax > max) {
-    sum = (max == kLowest ? sum : sum * expNonPositive(max - chunkMax)) +
-          chunkSum;
+    sum = (max == kLowest ? sum : sum * expOne(max - chunkMax)) + chunkSum;
     max = chunkMax;
   } else {
-    sum += chunkSum * expNonPositive(chunkMax - max);
+    sum += chunkSum * expOne(chunkMax - max);
   }
 }
 

@@ -68,6 +68,15 @@ private:
   float max = 0, sum = 0;
 };
 
+namespace detail {
+/// The variants of the shift's chunk sums (Σ exp(values[v] - max), eight
+/// partial sums in id order), for tests: each gives the same bits; Avx2
+/// and Avx512 only where the CPU runs them.
+enum class SumExpVariant { Generic, Avx2, Avx512 };
+float sumExpWith(SumExpVariant variant, const float *values, int64_t count,
+                 float max);
+} // namespace detail
+
 } // namespace tfmc::runtime
 
 #endif // RUNTIME_KERNELS_TOPKSCAN_H
