@@ -144,29 +144,30 @@ void OneDnn::linear(const MemRefDescriptor<3> &x, const MemRefDescriptor<2> &w,
                  PanelType::F32))
     return;
   if (m > kChunkRows) {
-    // Large layers (the encoder's) run chunk by chunk: on oneDNN, except
-    // where the AVX-512 packed kernel runs. Measured on the dev set's
-    // encoder, one thread: AVX-512 host 0.655 -> 0.605 s (median of 5)
-    // with packed chunks; AVX2 kernels against oneDNN's AVX2 GEMM
-    // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) 0.71 vs 0.74 s,
-    // so AVX2 machines keep oneDNN. (Not when the caller said no: a
-    // weight widened into scratch has no stable address to pack under.)
-    // With two kernel threads too (panelChunkThreads()), each chunk's
-    // columns split between them as the decoder's are: the dev set's encoder on
-    // two threads 0.215-0.271 s with oneDNN's parallel GEMM taking the chunks
-    // (until 2026-12-06), 0.167-0.186 s now (one thread 0.279-0.310 s; AMD EPYC
-    // Zen 5, AVX-512, 3 alternating runs), and the same bits as one
-    // thread. On AVX2 (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2, same
-    // host) two threads were level with oneDNN (0.40-0.47 against
-    // 0.42-0.52 s), so oneDNN stays there.
-    // float32 inputs that are mostly zeros (a ReLU's) go to the packed
-    // kernels on every ISA and thread count: they skip the zero steps
+    // Large layers (the encoder's) run chunk by chunk on the packed
+    // kernels wherever they run, so that a row's outputs are the bits it
+    // gets alone or in any batch (oneDNN's GEMM sums in an order that
+    // depends on the row's place in its block: on AVX2 hosts, which kept
+    // it until 2026-12-06, a batch of 64 scored in the sixth decimal
+    // otherwise than the same sentences one by one). Measured on the dev
+    // set's encoder, one thread: AVX-512 host 0.655 -> 0.605 s (median of
+    // 5) against oneDNN; AVX2 kernels against oneDNN's AVX2 GEMM
+    // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) 0.71 vs 0.74 s on an
+    // AMD EPYC, and on a Sapphire Rapids class Xeon (6 alternating runs,
+    // batch 64) 0.611 -> 0.545 s (two threads 0.412 -> 0.383 s), the base
+    // model's encoder at batch 64 1.170 -> 1.057 s. (Not when the caller
+    // said no: a weight widened into scratch has no stable address to pack
+    // under.) With two kernel threads too (panelChunkThreads()), each
+    // chunk's columns split between them as the decoder's are: the dev
+    // set's encoder on two threads 0.215-0.271 s with oneDNN's parallel
+    // GEMM taking the chunks, 0.167-0.186 s packed (one thread 0.279-0.310
+    // s; AMD EPYC Zen 5, AVX-512, 3 alternating runs), and the same bits
+    // as one thread. float32 inputs that are mostly zeros (a ReLU's) go to
+    // the packed kernels at every thread count: they skip the zero steps
     // (RowTiles.h).
-    bool packChunks =
-        packable && ((packed::avx512Vectors(packed::preferredIsa()) &&
-                      panelChunkThreads()) ||
-                     (packed::availableOnThisCpu() &&
-                      packed::worthSkipping(x.aligned + x.offset, m, k)));
+    bool packChunks = packable && packed::availableOnThisCpu() &&
+                      (panelChunkThreads() ||
+                       packed::worthSkipping(x.aligned + x.offset, m, k));
     forEachChunk(
         x, y,
         [&](const MemRefDescriptor<3> &xc, const MemRefDescriptor<3> &yc) {
@@ -235,17 +236,20 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   if (shareable && teamLinear(x, w.aligned + w.offset, n, k, b, y, activation,
                               brain ? PanelType::BF16 : PanelType::F16))
     return;
-  // float16 chunks too on AVX-512 hosts, on the half panels rather than
-  // oneDNN's sgemm over the widened weight: the dev set's encoder at beam
-  // 4 0.399 -> 0.296 s on one thread, 0.176 -> 0.155 s on two (AMD EPYC
-  // Zen 5, 3 alternating runs, medians; the same translations, scores
-  // moved in the last digit, now the same on one thread and two). With the
-  // AVX2 kernels (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) one thread
-  // lost (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s): oneDNN
-  // stays there.
-  bool halfChunks = !brain && packed::avx512Vectors(packed::preferredIsa()) &&
-                    panelChunkThreads();
-  if (m > kChunkRows && (halfChunks || (brain && packed::bfloat16DotRuns()))) {
+  // float16 and bfloat16 chunks too, on their 16-bit panels rather than
+  // oneDNN's sgemm over the widened weight (and, for bfloat16, the rounded
+  // inputs), so that a row's outputs do not depend on its batch (linear()
+  // above). float16, the dev set's encoder at beam 4: AMD EPYC Zen 5,
+  // AVX-512, 0.399 -> 0.296 s on one thread, 0.176 -> 0.155 s on two (3
+  // alternating runs, medians); with the AVX2 kernels
+  // (TFMC_KERNEL_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2) there one thread lost
+  // (0.821 -> 0.895 s) and two gained (0.537 -> 0.462 s), so AVX2 kept
+  // oneDNN until 2026-12-06; on a Sapphire Rapids class Xeon with the AVX2
+  // kernels, batch 64, 6 alternating runs: float16 0.746 -> 0.589 s,
+  // bfloat16 0.786 -> 0.689 s, the base model's encoder at batch 64 float16
+  // 1.261 -> 1.164 s and bfloat16 level (1.392 -> 1.393 s).
+  bool panelChunks = packed::availableOnThisCpu() && panelChunkThreads();
+  if (m > kChunkRows && (panelChunks || (brain && packed::bfloat16DotRuns()))) {
     // Chunk by chunk, so that a chunk's rounded inputs stay in L2 while
     // the weight's panels stream past once per chunk (in one call every
     // panel pair streamed all the rows from L3). Base model, batch 64
@@ -261,10 +265,12 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
     return;
   }
   // bfloat16 takes the packed kernels at any row count where they run
-  // vdpbf16ps (twice sgemm's multiply rate); elsewhere larger layers
-  // go to oneDNN's sgemm on the rounded inputs (below), faster there than
-  // the AVX2 kernel's widened pairs (base model, batch 64, encoder: 0.85 s
-  // against 2.07 s a batch, TFMC_KERNEL_ISA=avx2 on an AMD EPYC Zen 5).
+  // vdpbf16ps (twice sgemm's multiply rate); elsewhere a layer of more
+  // than kPackedMaxRows rows that is not chunked (more than two kernel
+  // threads) goes to oneDNN's sgemm on the rounded inputs (below), faster
+  // there than the AVX2 kernel's widened pairs over all rows at once
+  // (base model, batch 64, encoder: 0.85 s against 2.07 s a batch,
+  // TFMC_KERNEL_ISA=avx2 on an AMD EPYC Zen 5, before chunks).
   if (usePacked(m) || (brain && packed::bfloat16DotRuns())) {
     // Halves stay halves: the kernel widens them, half the bytes move.
     const packed::PackedWeight &pw =
