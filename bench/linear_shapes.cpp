@@ -132,6 +132,13 @@ int stepRates(const std::vector<int64_t> &rowCounts, int64_t d, int64_t ff,
   if (members > 1)
     team = std::make_unique<StepTeam>(members);
   for (int64_t m : rowCounts) {
+    if (m < members) {
+      // A member without rows never meets the others: the team would
+      // break and one thread compute alone.
+      std::printf("| | %lld | fewer rows than threads: not run | | |\n",
+                  (long long)m);
+      continue;
+    }
     std::vector<float> x(m * widest), y(m * widest);
     for (float &v : x)
       v = dist(rng) * 20;

@@ -267,7 +267,8 @@ void OneDnn::linearF16(const MemRefDescriptor<3> &x,
   // bfloat16 takes the packed kernels at any row count where they run
   // vdpbf16ps (twice sgemm's multiply rate); elsewhere a layer of more
   // than kPackedMaxRows rows that is not chunked (more than two kernel
-  // threads) goes to oneDNN's sgemm on the rounded inputs (below), faster
+  // threads), and every layer on a CPU without AVX2, goes to oneDNN's
+  // sgemm on the rounded inputs (below), faster
   // there than the AVX2 kernel's widened pairs over all rows at once
   // (base model, batch 64, encoder: 0.85 s against 2.07 s a batch,
   // TFMC_KERNEL_ISA=avx2 on an AMD EPYC Zen 5, before chunks).

@@ -73,9 +73,9 @@ __attribute__((always_inline)) inline float sumExpFrom(const float *values,
 /// the baseline). Every variant gives the same bits (the baseline's sums
 /// differed in the last bits in 595 of 20,000 random rows while
 /// expNonPositive() left its multiply-adds to the compiler, 2026-12-05),
-/// so scores do not depend on the host's instruction set; every caller on
-/// one host takes the same one, so a fused scan and a scan of the whole
-/// row agree.
+/// so these sums do not depend on the host's instruction set; every
+/// caller on one host takes the same one, so a fused scan and a scan of
+/// the whole row agree.
 __attribute__((always_inline)) inline float
 sumExpBody(const float *values, int64_t count, float max) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -124,10 +124,10 @@ TEST(TopKScan, MinusInfinityChunksAndNaN) {
 }
 
 /// The shift's chunk sums give the same bits in every variant this CPU
-/// runs (the baseline's calls fmaf where the others have vfmadd): scores
-/// do not depend on the host's instruction set. Rows of random spread, some
-/// ids at -87 and below (exp's clamp) and counts that are not multiples of
-/// the vectors' eight or sixteen.
+/// runs (the baseline's calls fmaf where the others have vfmadd): the
+/// scan's sums do not depend on the host's instruction set. Rows of random
+/// spread, some ids at -87 and below (exp's clamp) and counts that are not
+/// multiples of the vectors' eight or sixteen.
 TEST(TopKScan, ChunkSumsHaveTheSameBitsInEveryVariant) {
   using detail::SumExpVariant;
   std::vector<SumExpVariant> variants = {SumExpVariant::Generic};
