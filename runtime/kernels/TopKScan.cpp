@@ -181,10 +181,14 @@ float expOne(float x) {
                                       : expNonPositive(x);
 }
 
+/// The chunk sums of the variant this host runs (each gives the same bits).
 float sumExp(const float *values, int64_t count, float max) {
-  return haveAvx512()                   ? sumExpAvx512(values, count, max)
-         : packed::availableOnThisCpu() ? sumExpAvx2(values, count, max)
-                                        : sumExpGeneric(values, count, max);
+  using detail::SumExpVariant;
+  static const SumExpVariant variant = haveAvx512() ? SumExpVariant::Avx512
+                                       : packed::availableOnThisCpu()
+                                           ? SumExpVariant::Avx2
+                                           : SumExpVariant::Generic;
+  return detail::sumExpWith(variant, values, count, max);
 }
 
 constexpr int64_t kBlock = 16;
