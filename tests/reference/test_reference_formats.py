@@ -53,7 +53,13 @@ def write_json(path, obj):
 
 
 def test_silu_is_x_times_sigmoid():
-    ffn = ref.FeedForward(8, 16, "silu")
+    # Weights from a fixed seed: drawn from the global generator, 14 of 500
+    # draws gave an output near zero where torch's silu and x * sigmoid(x),
+    # an ulp apart, differ by more than allclose's absolute 1e-8 (a fresh
+    # machine's run failed so, 2026-12-06).
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        ffn = ref.FeedForward(8, 16, "silu")
     x = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
     h = ffn.linear1(x)
     assert torch.allclose(ffn(x), ffn.linear2(h * torch.sigmoid(h)))
