@@ -1,6 +1,7 @@
-"""Paired ratios of tfmc runs that take turns: compute types or thread counts.
+"""Paired ratios of tfmc runs that take turns: compute types, thread counts or
+storage of keys and values.
 
-    /usr/bin/python3 bench/paired.py [--compare compute-types|threads]
+    /usr/bin/python3 bench/paired.py [--compare compute-types|threads|kv-types]
         [--values float32,int8,bfloat16] [--batches 16,64] [--rounds 5]
 
 On hosts whose speed drifts by 2x from minute to minute, the ratio of two
@@ -13,7 +14,9 @@ a sentence, greedy; each round's
 tokens/s are divided by the first value's: the line per batch gives the
 median of those ratios and their range, and the first value's median
 tokens/s. --compare threads with --values 1,2 gives issue 28's two-core
-ratios; --compare compute-types its int8 and bfloat16 ones.
+ratios; --compare compute-types its int8 and bfloat16 ones; --compare
+kv-types (values float32,float16 by default) what --kv-type float16 gains
+a compute type (--compute-type, float32 by default).
 """
 
 import argparse
@@ -32,22 +35,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", default="/tmp/tfmc-bench")
-    p.add_argument("--compare", choices=["compute-types", "threads"],
+    p.add_argument("--compare", choices=["compute-types", "threads", "kv-types"],
                    default="compute-types")
     p.add_argument("--values", default="",
                    help="what takes turns; the first is the denominator "
-                        "(default float32,int8,bfloat16 or 1,2)")
+                        "(default float32,int8,bfloat16; 1,2; float32,float16)")
     p.add_argument("--batches", default="16,64")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1,
-                   help="with --compare compute-types (ignored with threads)")
+                   help="with --compare compute-types or kv-types")
     p.add_argument("--compute-type", default="float32",
-                   help="with --compare threads")
+                   help="with --compare threads or kv-types")
     p.add_argument("--steps", type=int, default=64)
     p.add_argument("--src-len", type=int, default=32)
     args = p.parse_args()
-    values = (args.values or ("float32,int8,bfloat16"
-                              if args.compare == "compute-types" else "1,2")).split(",")
+    defaults = {"compute-types": "float32,int8,bfloat16", "threads": "1,2",
+                "kv-types": "float32,float16"}
+    values = (args.values or defaults[args.compare]).split(",")
     if len(values) < 2 or args.rounds < 1:
         sys.exit("error: --values needs two or more values, --rounds one or more")
 
@@ -70,11 +74,13 @@ def main():
         def tokens_per_second(value):
             threads = value if args.compare == "threads" else str(args.threads)
             ct = value if args.compare == "compute-types" else args.compute_type
+            kv = value if args.compare == "kv-types" else "auto"
             _, err, _ = bench.run([tfmc, "translate", model, "--ids", "-i", inp,
                                    "--min-length", str(args.steps),
                                    "--max-length", str(args.steps),
                                    "--max-length-factor", "0", "--batch-size", str(batch),
-                                   "--threads", threads, "--compute-type", ct, "--stats"])
+                                   "--threads", threads, "--compute-type", ct,
+                                   "--kv-type", kv, "--stats"])
             return float(bench.tfmc_stats(err)[5])
 
         first = []
@@ -87,8 +93,9 @@ def main():
                 ratios[v].append(tps[v] / tps[values[0]])
         what = ", ".join(f"{v} / {values[0]} {statistics.median(r):.2f}x "
                          f"({min(r):.2f}-{max(r):.2f})" for v, r in ratios.items())
-        fixed = (f"{args.threads} thread(s)" if args.compare == "compute-types"
-                 else args.compute_type)
+        fixed = {"compute-types": f"{args.threads} thread(s)",
+                 "threads": args.compute_type,
+                 "kv-types": f"{args.compute_type}, {args.threads} thread(s)"}[args.compare]
         print(f"batch {batch}, {fixed}, {args.rounds} rounds: {values[0]} median "
               f"{statistics.median(first):.1f} tokens/s; paired medians: {what}",
               flush=True)

@@ -48,15 +48,21 @@ public:
   PyTranslator(const std::string &model, const std::string &computeType,
                int threads, const std::string &kernels,
                const std::string &cacheDir, bool useCache, bool profile,
-               int64_t warmUpRows) {
+               int64_t warmUpRows, const std::string &kvType) {
     if (!computeType.empty() && computeType != "float32" &&
         computeType != "float16" && computeType != "bfloat16" &&
         computeType != "int8")
       throw py::value_error("compute_type: expected 'float32', 'float16', "
                             "'bfloat16' or 'int8', got '" +
                             computeType + "'");
+    if (!kvType.empty() && kvType != "auto" && kvType != "float32" &&
+        kvType != "float16")
+      throw py::value_error("kv_type: expected 'auto', 'float32' or "
+                            "'float16', got '" +
+                            kvType + "'");
     tfmc::LoadOptions load;
     load.computeType = computeType;
+    load.kvType = kvType;
     load.threads = threads;
     load.kernels = kernels;
     load.cacheDir = cacheDir;
@@ -181,11 +187,12 @@ PYBIND11_MODULE(_tfmc, m) {
   py::class_<PyTranslator>(m, "Translator")
       .def(py::init<const std::string &, const std::string &, int,
                     const std::string &, const std::string &, bool, bool,
-                    int64_t>(),
+                    int64_t, const std::string &>(),
            py::arg("model"), py::arg("compute_type") = "",
            py::arg("threads") = 1, py::arg("kernels") = "",
            py::arg("cache_dir") = "", py::arg("use_cache") = true,
            py::arg("profile") = false, py::arg("warm_up_rows") = 1,
+           py::arg("kv_type") = "auto",
            "Loads and compiles MODEL.json (through the compiled-model "
            "cache). compute_type: 'float32', 'float16', 'bfloat16' or 'int8' "
            "('' = the model file's compute_type, else float32). "
@@ -193,7 +200,9 @@ PYBIND11_MODULE(_tfmc, m) {
            "the profiled variant: profile() then says where translate "
            "calls spent their time. warm_up_rows: the batch size translate "
            "calls will use (1-256), so that load packs the kernels' weights "
-           "for it rather than the first call.")
+           "for it rather than the first call. kv_type: how the attention "
+           "keys and values a decoder step reads are stored, 'float32', "
+           "'float16' or 'auto' (float16 unless compute_type is float32).")
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,

@@ -66,9 +66,10 @@ void mlir::tfm::buildFusionPipeline(OpPassManager &pm,
     quantize.computeType = options.computeType;
     quantize.outputProjection = options.quantizeOutputProjection;
     fn.addPass(createTfmQuantize(quantize));
-    // Keys/values in float16 halve what attention reads per decoder step.
-    pm.addPass(createTfmHalfCaches());
   }
+  // Keys/values in float16 halve what attention reads per decoder step.
+  if (options.halfCaches)
+    pm.addPass(createTfmHalfCaches());
   // Last: decode_greedy and decode_beam copy decode_step as it will be
   // compiled.
   pm.addPass(createTfmGreedyHead());

@@ -46,6 +46,10 @@ struct PipelineOptions {
   int64_t attentionPrefetchLevel = 1;
   /// With int8/float16: also the output projection.
   bool quantizeOutputProjection = true;
+  /// Attention keys and values stored as float16 (tfm-half-caches at the
+  /// end of the fused stage); the runtime decides it from the compute type
+  /// and --kv-type (runtime/session/KeyValueType.h).
+  bool halfCaches = false;
   /// The profiled variant: tfm-instrument-profile first in fused -> loops
   /// (profiler calls around every tfm op; tfmc profile).
   bool profile = false;

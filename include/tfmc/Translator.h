@@ -50,6 +50,11 @@ struct LoadOptions {
   /// projection in float32.
   std::string computeType;
   bool quantizeOutputProjection = true;
+  /// How the attention keys and values a decoder step reads are stored:
+  /// "float32", "float16", or "auto"/"" (float16 with the float16,
+  /// bfloat16 and int8 compute types, float32 with float32;
+  /// docs/quantization.md).
+  std::string kvType;
   /// Compiled-model cache: a directory, "" for the default
   /// ($TFMC_CACHE_DIR, $XDG_CACHE_HOME/tfmc, ~/.cache/tfmc); useCache
   /// false neither reads nor writes it.

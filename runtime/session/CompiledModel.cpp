@@ -292,6 +292,10 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
              ? " (output projection float32)"
              : "")
      << "\n"
+     << "keys and values: "
+     << (halfKeysValues(options.keyValueType, options.computeType) ? "float16"
+                                                                   : "float32")
+     << "\n"
      << "target: " << mlir::tfm::hostTargetDescription() << "\n";
   if (options.profile)
     os << "profiled: probes around every op\n";
@@ -352,6 +356,8 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
   pipeline.computeType =
       frontend::stringifyComputeType(options.computeType).str();
   pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
+  pipeline.halfCaches =
+      halfKeysValues(options.keyValueType, options.computeType);
   pipeline.profile = options.profile;
   pipeline.timing = options.timing;
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,

@@ -9,6 +9,7 @@
 #define RUNTIME_SESSION_COMPILEDMODEL_H
 
 #include "frontends/model/ModelDescription.h"
+#include "runtime/session/KeyValueType.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -75,6 +76,9 @@ struct CompileOptions {
   frontend::ComputeType computeType = frontend::ComputeType::Float32;
   /// With float16/int8: the output projection too.
   bool quantizeOutputProjection = true;
+  /// Storage of the attention keys and values a decoder step reads; Auto:
+  /// float16 unless computeType is float32.
+  KeyValueType keyValueType = KeyValueType::Auto;
   /// Compiled-model cache directory; empty: no cache. A hit loads the
   /// object without running any MLIR pass or LLVM optimisation; a miss
   /// compiles and stores it. Cache problems are warnings on stderr.

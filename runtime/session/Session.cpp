@@ -81,6 +81,7 @@ Session::open(frontend::Model model, const SessionOptions &options) {
       m.desc.computeType.value_or(frontend::ComputeType::Float32));
   compileOptions.computeType = session->computeType;
   compileOptions.quantizeOutputProjection = options.quantizeOutputProjection;
+  compileOptions.keyValueType = options.keyValueType;
   compileOptions.cacheDir = options.cacheDir;
   compileOptions.refreshCache = options.refreshCache;
   compileOptions.profile = options.profile;

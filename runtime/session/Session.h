@@ -56,6 +56,8 @@ struct SessionOptions {
   /// quantizeOutputProjection says whether the output projection is too.
   std::optional<frontend::ComputeType> computeType;
   bool quantizeOutputProjection = true;
+  /// Storage of the attention keys and values (KeyValueType.h).
+  KeyValueType keyValueType = KeyValueType::Auto;
   /// Compiled-model cache directory (empty: none) and whether to recompile
   /// over an existing entry; see CompileOptions. Session::open(path, ...)
   /// also keeps the weight cache there (frontend/model/WeightCache.h).

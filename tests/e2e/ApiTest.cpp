@@ -224,4 +224,30 @@ TEST(Api, ConcurrentCallersGetTheResultsOfOne) {
     EXPECT_EQ(failures[c], "") << "thread " << c;
 }
 
+/// LoadOptions::kvType: a bad name is a load error that says what it
+/// expects; float16 keys/values on the float32 weights give the float32
+/// translations of these sentences (both against the reference in the e2e
+/// fixtures' tests; here, that the option reaches the compiled model).
+TEST(Api, KeyValueTypeIsALoadOption) {
+  tfmc::LoadOptions load;
+  load.cacheDir = TFMC_E2E_CACHE_DIR;
+  std::string model =
+      std::string(TFMC_SOURCE_DIR) + "/examples/zh-en/model.json";
+  load.kvType = "bfloat16";
+  auto refused = tfmc::Translator::load(model, load);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), "kv type: expected 'auto', 'float32' or "
+                             "'float16', got 'bfloat16'");
+  load.kvType = "float16";
+  auto half = tfmc::Translator::load(model, load);
+  ASSERT_TRUE(half) << half.error();
+  auto want = bundled().translate(kSentences);
+  auto got = (*half)->translate(kSentences);
+  ASSERT_TRUE(want) << want.error();
+  ASSERT_TRUE(got) << got.error();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < want->size(); ++i)
+    EXPECT_EQ((*got)[i].best().text, (*want)[i].best().text) << "line " << i;
+}
+
 } // namespace

@@ -1,7 +1,9 @@
 //===- QuantizedTest.cpp - 16-bit and int8 weights against the reference --===//
 //
 // Fixtures with their linear weights stored as float16, bfloat16 or int8
-// against the float32 reference, and both kernel paths against each other.
+// against the float32 reference, and both kernel paths against each other;
+// and float32 weights with float16 keys/values (--kv-type float16), int8
+// weights with float32 ones (--kv-type float32).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
@@ -20,7 +22,10 @@ namespace {
 /// A fixture with its linear weights stored as float16 or int8, against the
 /// float32 reference: the teacher-forced argmax must agree at (nearly) every
 /// position and the logits stay within a bound relative to their spread.
-using QuantizedCase = std::tuple<std::string, bool, frontend::ComputeType>;
+/// The last element is how the keys and values are stored (Auto: float16
+/// for these compute types).
+using QuantizedCase =
+    std::tuple<std::string, bool, frontend::ComputeType, runtime::KeyValueType>;
 
 struct LogitComparison {
   int64_t positions = 0, argmaxAgree = 0;
@@ -36,6 +41,12 @@ protected:
   frontend::ComputeType type() const { return std::get<2>(GetParam()); }
   bool int8() const { return type() == frontend::ComputeType::Int8; }
   bool brain() const { return type() == frontend::ComputeType::BFloat16; }
+  /// The fixture's session for this case.
+  Session &model() const {
+    return session(kernelCase(), type(),
+                   runtime::SessionOptions().initialCachePositions,
+                   std::get<3>(GetParam()));
+  }
 
   /// The largest logit difference within `relative` of the largest logit,
   /// and the argmax agreeing at nearly every position: these fixtures
@@ -80,7 +91,7 @@ LogitComparison compareLogits(const Logits &got, const std::vector<float> &want,
 TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
   ForcedCase forced;
   ASSERT_NO_FATAL_FAILURE(readForcedCase(name(), forced));
-  auto logits = session(kernelCase(), type()).forward(forced.src, forced.tgt);
+  auto logits = model().forward(forced.src, forced.tgt);
   ASSERT_TRUE(static_cast<bool>(logits)) << llvm::toString(logits.takeError());
   LogitComparison c = compareLogits(*logits, forced.logits.values, forced.tgt);
   // float16 weights only round (relative 2^-11 per weight); int8 rounds
@@ -97,15 +108,15 @@ TEST_P(Quantized, TeacherForcedLogitsStayCloseToTheReference) {
 }
 
 /// The same check through the decoder's cached steps: what translation
-/// runs, with its keys and values stored as float16 (tfm-half-caches) for
-/// these compute types. The reference's targets are fed one token a step.
-/// Greedy's fused step (decode_greedy: the output projection fused with the
-/// choice, int8 projections included) chooses exactly what the scan over
-/// decode_step's logits of the same compute type chooses, at every batch
-/// shape the kernels split differently (one row, the fixture's batch).
+/// runs, with its keys and values stored as the case says (float16,
+/// tfm-half-caches, unless --kv-type float32). The reference's targets are fed
+/// one token a step. Greedy's fused step (decode_greedy: the output projection
+/// fused with the choice, int8 projections included) chooses exactly what the
+/// scan over decode_step's logits of the same compute type chooses, at every
+/// batch shape the kernels split differently (one row, the fixture's batch).
 TEST_P(Quantized, FusedGreedyEqualsTheScanOverTheLogits) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  Session &s = session(kernelCase(), type());
+  Session &s = model();
   ASSERT_NE(s.compiled().function("decode_greedy"), nullptr)
       << "the fused step is compiled for every compute type";
   expectFusedGreedyEqualsUnfused(s, src, "the fixture's batch");
@@ -117,7 +128,7 @@ TEST_P(Quantized, FusedGreedyEqualsTheScanOverTheLogits) {
 /// over decode_step's logits gives: the same ids and scores, bit for bit.
 TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  Session &s = session(kernelCase(), type());
+  Session &s = model();
   ASSERT_NE(s.compiled().function("decode_beam"), nullptr)
       << "the fused step is compiled for every compute type";
   for (int64_t beam : {2, 4}) {
@@ -131,6 +142,28 @@ TEST_P(Quantized, FusedBeamEqualsTheSearchOverTheLogits) {
   }
 }
 
+/// The keys and values decode_step reads (the cross-attention inputs and
+/// the self caches) have the storage the case asks for, and only they of
+/// its inputs and caches (weights have the compute type's).
+TEST_P(Quantized, KeysAndValuesHaveTheCasesStorage) {
+  const CompiledFunction *step = model().compiled().function("decode_step");
+  ASSERT_NE(step, nullptr);
+  bool half = runtime::halfKeysValues(std::get<3>(GetParam()), type());
+  int64_t keyValues = 0;
+  for (const ArgSpec &arg : step->args) {
+    if (arg.kind != ArgSpec::Kind::Input && arg.kind != ArgSpec::Kind::Cache)
+      continue;
+    llvm::StringRef name(arg.name);
+    bool kv = name.contains("key.") || name.contains("value.");
+    if (kv)
+      ++keyValues;
+    if (kv || arg.element == ArgSpec::Element::F16)
+      EXPECT_EQ(arg.element == ArgSpec::Element::F16, kv && half)
+          << arg.name << (half ? " should" : " should not") << " be float16";
+  }
+  EXPECT_GT(keyValues, 0) << "no key/value argument found by name";
+}
+
 TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   ForcedCase forced;
   ASSERT_NO_FATAL_FAILURE(readForcedCase(name(), forced));
@@ -139,7 +172,7 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   size_t longest = 0;
   for (const auto &t : tgt)
     longest = std::max(longest, t.size());
-  Session &s = session(kernelCase(), type());
+  Session &s = model();
   auto decoder = s.startDecoding(src, static_cast<int64_t>(longest));
   ASSERT_TRUE(static_cast<bool>(decoder))
       << llvm::toString(decoder.takeError());
@@ -164,7 +197,9 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
   ASSERT_FALSE(static_cast<bool>((*decoder)->takeError()));
   LogitComparison c = compareLogits(stepped, expected.values, tgt);
   // As above, plus the keys' and values' rounding to half (2^-11 relative;
-  // bfloat16 measured up to 0.0232, post-relu-scale, AMD EPYC 2026-12-05).
+  // bfloat16 measured up to 0.0232, post-relu-scale, AMD EPYC 2026-12-05;
+  // float32 weights take float16's bound, the rounding of keys/values
+  // alone).
   expectClose(c, int8() ? 0.12 : brain() ? 0.031 : 0.003);
 }
 
@@ -175,7 +210,7 @@ TEST_P(Quantized, CachedStepsStayCloseToTheReference) {
 /// beyond the half rounding of keys and values.
 TEST_P(Quantized, BeamScoresMatchTeacherForcedScores) {
   TokenRows src = readRows(fixturePath(name(), "src.ids"));
-  Session &s = session(kernelCase(), type());
+  Session &s = model();
   SpecialIds special = s.specialIds();
   SearchOptions options;
   options.beamSize = 3;
@@ -260,8 +295,12 @@ std::string
 quantizedCaseName(const ::testing::TestParamInfo<QuantizedCase> &info) {
   std::string n = std::get<0>(info.param);
   std::replace(n.begin(), n.end(), '-', '_');
+  runtime::KeyValueType kv = std::get<3>(info.param);
   return n + (std::get<1>(info.param) ? "_onednn_" : "_loops_") +
-         frontend::stringifyComputeType(std::get<2>(info.param)).str();
+         frontend::stringifyComputeType(std::get<2>(info.param)).str() +
+         (kv == runtime::KeyValueType::Auto
+              ? ""
+              : "_kv_" + runtime::stringifyKeyValueType(kv).str());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -286,7 +325,34 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(kernelPaths()),
                        ::testing::Values(frontend::ComputeType::Float16,
                                          frontend::ComputeType::BFloat16,
-                                         frontend::ComputeType::Int8)),
+                                         frontend::ComputeType::Int8),
+                       ::testing::Values(runtime::KeyValueType::Auto)),
+    quantizedCaseName);
+
+// The storage of keys and values chosen apart from the weights' (--kv-type):
+// float32 weights with float16 keys/values, every fixture; int8 and float16
+// weights with float32 ones, on the first fixture.
+INSTANTIATE_TEST_SUITE_P(
+    KeyValues, Quantized,
+    ::testing::Combine(::testing::ValuesIn(fixtureNames("forward")),
+                       ::testing::ValuesIn(kernelPaths()),
+                       ::testing::Values(frontend::ComputeType::Float32),
+                       ::testing::Values(runtime::KeyValueType::Float16)),
+    quantizedCaseName);
+
+std::vector<std::string> firstFixture() {
+  std::vector<std::string> names = fixtureNames("forward");
+  names.resize(std::min<size_t>(names.size(), 1));
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FloatKeyValues, Quantized,
+    ::testing::Combine(::testing::ValuesIn(firstFixture()),
+                       ::testing::ValuesIn(kernelPaths()),
+                       ::testing::Values(frontend::ComputeType::Float16,
+                                         frontend::ComputeType::Int8),
+                       ::testing::Values(runtime::KeyValueType::Float32)),
     quantizedCaseName);
 
 } // namespace

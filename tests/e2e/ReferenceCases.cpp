@@ -139,16 +139,19 @@ std::vector<std::vector<Hypothesis>> readNBest(const std::string &path,
 }
 
 Session &session(const Case &c, frontend::ComputeType computeType,
-                 int64_t initialCachePositions) {
+                 int64_t initialCachePositions,
+                 runtime::KeyValueType keyValueType) {
   const auto &[name, library] = c;
   auto &slot = sessions()[name + (library ? "/library/" : "/loops/") +
                           frontend::stringifyComputeType(computeType).str() +
-                          "/" + std::to_string(initialCachePositions)];
+                          "/" + std::to_string(initialCachePositions) + "/" +
+                          runtime::stringifyKeyValueType(keyValueType).str()];
   if (!slot) {
     SessionOptions options;
     options.useLibraryKernels = library;
     options.computeType = computeType;
     options.initialCachePositions = initialCachePositions;
+    options.keyValueType = keyValueType;
     // Each test runs in its own process: share compiled code through a
     // cache in the build tree (CacheTest shows cached code behaves
     // identically).

@@ -64,7 +64,8 @@ Session &
 session(const Case &c,
         frontend::ComputeType computeType = frontend::ComputeType::Float32,
         int64_t initialCachePositions =
-            runtime::SessionOptions().initialCachePositions);
+            runtime::SessionOptions().initialCachePositions,
+        runtime::KeyValueType keyValueType = runtime::KeyValueType::Auto);
 
 /// The kernel paths this build has: loops, and the library where built
 /// with oneDNN.

@@ -115,6 +115,8 @@ def test_load_errors():
         tfmc.Translator("/nonexistent/missing.json")
     with pytest.raises(ValueError, match="compute_type"):
         tfmc.Translator(ZH_EN, compute_type="int4")
+    with pytest.raises(ValueError, match="kv_type: expected 'auto', 'float32' or 'float16', got 'int8'"):
+        tfmc.Translator(ZH_EN, kv_type="int8")
     for rows in (0, 257):
         with pytest.raises(RuntimeError, match="warm-up rows must be between 1 and 256"):
             tfmc.Translator(ZH_EN, warm_up_rows=rows)
@@ -164,6 +166,22 @@ def test_compute_types_keep_the_translations():
         out = t.translate(sentences, max_length=128)
         same = sum(a == b for a, b in zip(out, expected))
         assert same >= needed * len(expected), (compute_type, same, len(expected))
+
+
+def test_kv_types_keep_the_translations():
+    # float16 keys/values on float32 weights, float32 ones on int8 weights:
+    # the float32 reference's translations of the committed sentences (int8:
+    # at least 90% of the lines, as above), beam search included.
+    sentences = read_lines(os.path.join(INPUTS, "sentences.zh"))
+    expected = read_lines(os.path.join(INPUTS, "expected.en"))
+    cache = os.environ.get("TFMC_CACHE_DIR", "")
+    half = tfmc.Translator(ZH_EN, kv_type="float16", cache_dir=cache)
+    assert half.translate(sentences, max_length=128) == expected
+    assert len(half.translate(sentences, beam_size=4, max_length=128)) == len(expected)
+    wide = tfmc.Translator(ZH_EN, compute_type="int8", kv_type="float32", cache_dir=cache)
+    out = wide.translate(sentences, max_length=128)
+    same = sum(a == b for a, b in zip(out, expected))
+    assert same >= 0.9 * len(expected), (same, len(expected))
 
 
 def test_decoding_defaults_from_the_model_file(zh_en, tmp_path):

@@ -133,6 +133,22 @@ private:
   llvm::cl::opt<bool> quantizeOutputProjection;
 };
 
+/// `--kv-type auto|float32|float16`, registered on the subcommands that
+/// compile decoder steps (compile, translate, profile, serve).
+class KeyValueTypeOption {
+public:
+  KeyValueTypeOption(llvm::cl::SubCommand &sub, llvm::cl::OptionCategory &cat);
+  /// The storage asked for; an error for an unknown name.
+  llvm::Expected<runtime::KeyValueType> type() const;
+  /// The option's text ("" when not given), for tfmc::LoadOptions.
+  const std::string &name() const { return value; }
+  /// Fills the session's field; false after printing an error.
+  bool apply(runtime::SessionOptions &options) const;
+
+private:
+  llvm::cl::opt<std::string> value;
+};
+
 /// `--cache-dir DIR` and `--no-cache`, registered on one subcommand.
 class CacheOptions {
 public:

@@ -66,8 +66,8 @@ public:
                      "uses on this machine, 1 where the packed kernels run, "
                      "else 8)"),
             cl::value_desc("N"), cl::init(0), cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
-        timing(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), kvType(sub, cat),
+        cache(sub, cat), timing(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -92,6 +92,9 @@ public:
     if (cacheOnly && (emit.getNumOccurrences() || !output.empty()))
       return fail("--cache-only prints no IR: it cannot go with --emit or -o "
                   "(--dump-ir DIR writes the stages of what it compiles)");
+    auto kv = kvType.type();
+    if (!kv)
+      return fail(kv.takeError());
     if (*stage == mlir::tfm::Stage::Obj && output.empty() && !cacheOnly)
       return fail("--emit=obj writes a binary object: give -o FILE.o");
     if (libraryMinRows.getNumOccurrences()) {
@@ -133,6 +136,7 @@ public:
     pipeline.attentionPrefetchLevel = runtime::packed::aheadCacheLevel();
     pipeline.computeType = frontend::stringifyComputeType(*type).str();
     pipeline.quantizeOutputProjection = computeType.outputProjection();
+    pipeline.halfCaches = runtime::halfKeysValues(*kv, *type);
     pipeline.timing = timing.root();
     pipeline.printLocations = locations;
     std::string path = output;
@@ -225,7 +229,7 @@ private:
     options.teacherForcing = false;
     // Nothing is translated here: no warm-up.
     options.prepareKernels = false;
-    if (!computeType.apply(options))
+    if (!computeType.apply(options) || !kvType.apply(options))
       return 1;
     options.cacheDir = dir;
     // As for translate: the stages are written and the entry refreshed.
@@ -257,6 +261,7 @@ private:
   IntegerOption<int> libraryMinRows;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
+  KeyValueTypeOption kvType;
   CacheOptions cache;
   TimingOption timing;
 };

@@ -115,6 +115,35 @@ bool ComputeTypeOptions::apply(runtime::SessionOptions &options) const {
   return true;
 }
 
+KeyValueTypeOption::KeyValueTypeOption(cl::SubCommand &sub,
+                                       cl::OptionCategory &cat)
+    : value("kv-type",
+            cl::desc("How the attention keys and values a decoder step "
+                     "reads are stored: 'float32', 'float16' (half the "
+                     "bytes), or 'auto' (float16 with the float16, bfloat16 "
+                     "and int8 compute types, float32 with float32; the "
+                     "default)"),
+            cl::value_desc("TYPE"), cl::init(""), cl::sub(sub), cl::cat(cat)) {}
+
+llvm::Expected<runtime::KeyValueType> KeyValueTypeOption::type() const {
+  if (auto t = runtime::parseKeyValueType(value))
+    return *t;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "--kv-type: expected 'auto', 'float32' or "
+                                 "'float16', got '" +
+                                     value + "'");
+}
+
+bool KeyValueTypeOption::apply(runtime::SessionOptions &options) const {
+  auto t = type();
+  if (!t) {
+    fail(t.takeError());
+    return false;
+  }
+  options.keyValueType = *t;
+  return true;
+}
+
 CacheOptions::CacheOptions(cl::SubCommand &sub, cl::OptionCategory &cat)
     : dir("cache-dir",
           cl::desc("Cache directory for compiled models and float32 weight "

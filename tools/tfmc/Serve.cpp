@@ -58,7 +58,8 @@ public:
                 cl::desc("Threads for compiled code (default: this "
                          "machine's cores; a server's batches use them all)"),
                 cl::init(coresHere()), cl::sub(sub), cl::cat(cat)),
-        kernels(sub, cat), computeType(sub, cat), cache(sub, cat) {}
+        kernels(sub, cat), computeType(sub, cat), kvType(sub, cat),
+        cache(sub, cat) {}
 
   cl::SubCommand &subcommand() override { return sub; }
 
@@ -80,6 +81,8 @@ public:
       return fail(library.takeError());
     if (auto type = computeType.type(); !type)
       return fail(type.takeError());
+    if (auto kv = kvType.type(); !kv)
+      return fail(kv.takeError());
     if (port < 0 || port > 65535)
       return fail("--port must be 0 to 65535");
     if (maxBatch < 1 || maxQueue < 1 || batchWindow < 0 || maxRequest < 1 ||
@@ -98,6 +101,7 @@ public:
     load.threads = threads;
     load.computeType = computeType.name();
     load.quantizeOutputProjection = computeType.outputProjection();
+    load.kvType = kvType.name();
     load.cacheDir = cache.directory();
     load.useCache = !load.cacheDir.empty();
     load.requireDecoder = true;
@@ -137,6 +141,7 @@ private:
       maxSentences, httpThreads, threads;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
+  KeyValueTypeOption kvType;
   CacheOptions cache;
 };
 

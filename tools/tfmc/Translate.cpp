@@ -153,8 +153,8 @@ public:
                      "file says \"sentence_level\": true)"),
             cl::value_desc("on|off|auto"), cl::init("auto"), cl::sub(sub),
             cl::cat(cat)),
-        kernels(sub, cat), computeType(sub, cat), cache(sub, cat),
-        timing(sub, cat) {
+        kernels(sub, cat), computeType(sub, cat), kvType(sub, cat),
+        cache(sub, cat), timing(sub, cat) {
     if (profiling)
       profileOutput.emplace(sub, cat);
   }
@@ -167,6 +167,8 @@ public:
       return fail(library.takeError());
     if (auto type = computeType.type(); !type)
       return fail(type.takeError());
+    if (auto kv = kvType.type(); !kv)
+      return fail(kv.takeError());
     if (batchSize < 1)
       return fail("--batch-size must be at least 1");
     if (maxLength < 1)
@@ -262,6 +264,7 @@ public:
     load.stepTeams = stepTeams;
     load.computeType = computeType.name();
     load.quantizeOutputProjection = computeType.outputProjection();
+    load.kvType = kvType.name();
     load.dumpDir = dumpIR;
     load.cacheDir = cache.directory();
     load.useCache = !load.cacheDir.empty();
@@ -438,6 +441,7 @@ private:
   cl::opt<std::string> splitSentences;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
+  KeyValueTypeOption kvType;
   CacheOptions cache;
   TimingOption timing;
   std::optional<ProfileOutput> profileOutput;

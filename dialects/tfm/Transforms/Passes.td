@@ -79,7 +79,8 @@ def TfmHalfCaches : Pass<"tfm-half-caches", "ModuleOp"> {
     is rounded with `tfm.narrow` and becomes float16 too. Attention widens
     keys and values as it loads them; `tfm.cache_write` rounds what it
     stores. Queries, scores and sums stay float32. Part of the fused stage
-    for the float16, bfloat16 and int8 compute types.
+    when keys and values are float16 (`--kv-type`: by default for the
+    float16, bfloat16 and int8 compute types).
   }];
 }
 
