@@ -83,7 +83,7 @@ def shortlist_bytes(a, vocab):
     return vocab * a["d_model"] + 24 * vocab
 
 
-def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
+def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs, kv_bytes=4):
     """The largest share of sgemm a float32 greedy step at `batch` rows can
     reach on a machine with these probe rates, as a step runs: the
     decoder layers' GEMMs at sgemm's rate or their weights at the read
@@ -91,8 +91,8 @@ def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
     int8 shortlist (its int8 copy at the read rate, the int8 products
     taken as free: AMX or vpdpbusd, many times sgemm's rate); then
     attention reading the keys and values (self caches at steps/2
-    positions on average, cross rows at src_len, float32) at the read
-    rate. The step's FLOP (flops_per_token, the projection counted as the
+    positions on average, cross rows at src_len, kv_bytes each: 4 for
+    float32, 2 with --kv-type float16) at the read rate. The step's FLOP (flops_per_token, the projection counted as the
     float32 GEMM it stands for) over that time, over sgemm. Taking the
     int8 products as free flatters AVX2-only hosts (their shortlist took
     0.5-0.65x the full scan's time, not ~0.25x), and where memory reads
@@ -103,7 +103,7 @@ def float32_ceiling(a, src_len, steps, vocab, batch, sgemm_gflops, read_gbs):
     gemm = batch * (gemm_flops_per_token(a, vocab) - projection_flops) / (sgemm_gflops * 1e9)
     weights = layer_bytes(a) / (read_gbs * 1e9)
     projection = shortlist_bytes(a, vocab) / (read_gbs * 1e9)
-    keys_values = L * batch * (steps / 2 + src_len) * 2 * d * 4 / (read_gbs * 1e9)
+    keys_values = L * batch * (steps / 2 + src_len) * 2 * d * kv_bytes / (read_gbs * 1e9)
     step = max(gemm, weights) + projection + keys_values
     return batch * flops_per_token(a, src_len, steps, vocab) / (sgemm_gflops * 1e9) / step
 
@@ -230,6 +230,9 @@ def main():
     p.add_argument("--compute-types", default="float32,float16,bfloat16,int8",
                    help="tfmc --compute-type values of the greedy rows (float32 first: "
                         "the others are reported relative to it)")
+    p.add_argument("--kv-type", default="auto",
+                   help="tfmc --kv-type of the greedy rows (auto: float16 keys/values "
+                        "for the reduced types, float32 for float32)")
     p.add_argument("--skip-paired-limits", action="store_true",
                    help="skip the machine probe after every greedy tfmc run (the "
                         "'against the machine, paired' lines)")
@@ -291,7 +294,8 @@ def main():
                                    "--ids", "-i", inp, "--min-length", str(args.steps),
                                    "--max-length", str(args.steps), "--max-length-factor", "0",
                                    "--batch-size", str(batch), "--threads", str(threads),
-                                   "--compute-type", ct, "--stats"])
+                                   "--compute-type", ct, "--stats"]
+                                  + (["--kv-type", args.kv_type] if args.kv_type != "auto" else []))
                 return tfmc_stats(err), rss
             runs = {t: [] for t in thread_counts}
             baseline = {t: [] for t in thread_counts}
@@ -348,6 +352,8 @@ def main():
           f"{fpt / 1e6:.1f} MFLOP and {wbytes / 1e6:.1f} MB of weights per generated token "
           f"(batch 1)\n")
     print(cpu_summary())
+    if args.kv_type != "auto":
+        print(f"keys and values: --kv-type {args.kv_type} in every tfmc row")
     for t, lim in limits.items():
         dot = (f", vdpbf16ps {lim['bf16_dot_gflops']:.1f} GFLOP/s (one thread, registers only)"
                if "bf16_dot_gflops" in lim else "")
@@ -439,13 +445,14 @@ def main():
               + " rate (one thread's on registers alone, times the threads): "
               + ", ".join(dots))
     ceilings = [f"batch {b} threads {t}: "
-                f"{100 * float32_ceiling(arch, args.src_len, args.steps, tgt_vocab, b, limits[t]['sgemm_gflops'], limits[t]['read_gbs']):.0f}%"
+                f"{100 * float32_ceiling(arch, args.src_len, args.steps, tgt_vocab, b, limits[t]['sgemm_gflops'], limits[t]['read_gbs'], 2 if args.kv_type == 'float16' else 4):.0f}%"
                 for (b, t) in sorted(base) if b > 1 and limits.get(t, {}).get("sgemm_gflops")]
     if ceilings:
         print("float32 ceiling from the probe at the start (the layers' GEMMs at sgemm's "
               "rate or their weights at the read rate, whichever is slower, greedy's int8 "
               "shortlist of the output projection at the read rate, then attention's keys "
-              "and values at the read rate; % of sgemm): " + ", ".join(ceilings))
+              f"and values ({'float16' if args.kv_type == 'float16' else 'float32'}) "
+              "at the read rate; % of sgemm): " + ", ".join(ceilings))
     ints = [f"batch {r['batch']} threads {r['threads']}: "
             f"{100 * r['tfmc'] * fpt / 1e9 / tile_peak[r['threads']]:.0f}%"
             for r in rows if r["ct"] == "int8" and r["threads"] in tile_peak]
