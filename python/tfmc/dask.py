@@ -2,6 +2,7 @@
 
     python3 -m tfmc.dask MODEL.json INPUT OUTPUT --scheduler tcp://HOST:8786
         [--partition-lines 256] [--beam-size K] [--max-length N] [--retries 2]
+        [--compute-type float32|float16|bfloat16|int8] [--kv-type auto|float32|float16]
 
 The input is split into partitions of consecutive lines. Each worker loads
 the model once (a worker plugin: compiled code comes from the compiled-model
@@ -19,20 +20,28 @@ import sys
 from distributed import Client, LocalCluster, WorkerPlugin, get_worker
 
 
+COMPUTE_TYPES = ("", "float32", "float16", "bfloat16", "int8")
+KV_TYPES = ("auto", "float32", "float16")
+
+
 class TranslatorPlugin(WorkerPlugin):
     """Loads one tfmc.Translator per worker process."""
 
     name = "tfmc-translator"
 
-    def __init__(self, model, threads=1, cache_dir=""):
+    def __init__(self, model, threads=1, cache_dir="", compute_type="", kv_type="auto"):
         self.model = model
         self.threads = threads
         self.cache_dir = cache_dir
+        self.compute_type = compute_type
+        self.kv_type = kv_type
 
     def setup(self, worker):
         import tfmc
         worker.tfmc_translator = tfmc.Translator(self.model, threads=self.threads,
-                                                 cache_dir=self.cache_dir)
+                                                 cache_dir=self.cache_dir,
+                                                 compute_type=self.compute_type,
+                                                 kv_type=self.kv_type)
 
 
 def translate_partition(index, lines, options):
@@ -46,10 +55,20 @@ def partitions(lines, size):
 
 
 def translate_corpus(client, model, lines, options, partition_lines=256, retries=2,
-                     threads=1, cache_dir="", task=translate_partition):
+                     threads=1, cache_dir="", task=translate_partition, compute_type="",
+                     kv_type="auto"):
     """The translations of `lines` (a list of str), in order. `task` is the
-    per-partition function (the tests pass a flaky one)."""
-    client.register_worker_plugin(TranslatorPlugin(model, threads, cache_dir),
+    per-partition function (the tests pass a flaky one). compute_type and
+    kv_type are tfmc.Translator's ("" / "auto": the model file's compute
+    type, float16 keys/values unless it is float32); a name tfmc does not
+    know is a ValueError here, before any worker loads the model."""
+    if compute_type not in COMPUTE_TYPES:
+        raise ValueError(f"compute_type: expected 'float32', 'float16', 'bfloat16' or "
+                         f"'int8', got '{compute_type}'")
+    if kv_type not in KV_TYPES:
+        raise ValueError(f"kv_type: expected 'auto', 'float32' or 'float16', got '{kv_type}'")
+    client.register_worker_plugin(TranslatorPlugin(model, threads, cache_dir, compute_type,
+                                                   kv_type),
                                   name=TranslatorPlugin.name)
     parts = partitions(lines, partition_lines)
     futures = [client.submit(task, i, part, options, retries=retries,
@@ -79,6 +98,11 @@ def main(argv=None):
     p.add_argument("--retries", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="compute threads per worker")
     p.add_argument("--cache-dir", default="")
+    p.add_argument("--compute-type", default="", choices=COMPUTE_TYPES[1:],
+                   help="the weights' storage (default: the model file's, else float32)")
+    p.add_argument("--kv-type", default="auto", choices=KV_TYPES,
+                   help="the attention keys'/values' storage (auto: float16 unless the "
+                        "compute type is float32)")
     p.add_argument("--beam-size", type=int, default=None,
                    help="default: the model file's decoding.beam_size, else 1")
     p.add_argument("--max-length", type=int, default=256)
@@ -107,7 +131,8 @@ def main(argv=None):
     try:
         out = translate_corpus(client, model, [l.rstrip("\r") for l in lines], options,
                                args.partition_lines, args.retries, args.threads,
-                               args.cache_dir)
+                               args.cache_dir, compute_type=args.compute_type,
+                               kv_type=args.kv_type)
     finally:
         client.close()
         if cluster is not None:

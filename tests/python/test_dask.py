@@ -19,8 +19,8 @@ TFMC = os.path.join(ROOT, "build", "bin", "tfmc")
 CACHE = os.environ.get("TFMC_CACHE_DIR", "")
 
 
-def cli_translation(path):
-    return subprocess.run([TFMC, "translate", MODEL, "-i", path], check=True,
+def cli_translation(path, *options):
+    return subprocess.run([TFMC, "translate", MODEL, "-i", path, *options], check=True,
                           capture_output=True).stdout
 
 
@@ -39,6 +39,30 @@ def test_command_output_equals_cli(tmp_path):
     tdask.main([MODEL, SENTENCES, str(out), "--workers", "2", "--partition-lines", "5",
                 "--cache-dir", CACHE])
     assert out.read_bytes() == cli_translation(SENTENCES)
+
+
+def test_compute_and_kv_types_reach_the_workers(client):
+    # int8 weights with float32 keys/values: the workers' scores are those
+    # of a local Translator loaded the same way, and not float32's (the
+    # texts of these sentences are the same in every compute type).
+    import tfmc
+    lines = open(SENTENCES, encoding="utf-8").read().split("\n")[:12]
+    options = {"return_scores": True}
+    got = tdask.translate_corpus(client, MODEL, lines, options, partition_lines=5,
+                                 cache_dir=CACHE, compute_type="int8", kv_type="float32")
+    want = tfmc.Translator(MODEL, compute_type="int8", kv_type="float32",
+                           cache_dir=CACHE).translate(lines, errors="ignore", **options)
+    plain = tfmc.Translator(MODEL, cache_dir=CACHE).translate(lines, errors="ignore",
+                                                              **options)
+    assert got == want
+    assert [h[0][1] for h in want] != [h[0][1] for h in plain]
+
+
+def test_unknown_types_are_refused_before_the_workers_load(client):
+    with pytest.raises(ValueError, match="compute_type: expected"):
+        tdask.translate_corpus(client, MODEL, ["谢谢。"], {}, compute_type="int4")
+    with pytest.raises(ValueError, match="kv_type: expected"):
+        tdask.translate_corpus(client, MODEL, ["谢谢。"], {}, kv_type="bfloat16")
 
 
 # A task that fails the first attempt of every partition (marker files in a
