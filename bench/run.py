@@ -353,7 +353,8 @@ def main():
           f"(batch 1)\n")
     print(cpu_summary())
     if args.kv_type != "auto":
-        print(f"keys and values: --kv-type {args.kv_type} in every tfmc row")
+        print(f"keys and values: --kv-type {args.kv_type} in every greedy tfmc row "
+              "(not the beam or length-sorted rows)")
     for t, lim in limits.items():
         dot = (f", vdpbf16ps {lim['bf16_dot_gflops']:.1f} GFLOP/s (one thread, registers only)"
                if "bf16_dot_gflops" in lim else "")

@@ -202,7 +202,8 @@ PYBIND11_MODULE(_tfmc, m) {
            "calls will use (1-256), so that load packs the kernels' weights "
            "for it rather than the first call. kv_type: how the attention "
            "keys and values a decoder step reads are stored, 'float32', "
-           "'float16' or 'auto' (float16 unless compute_type is float32).")
+           "'float16' or 'auto' (float16 unless the compute type in effect is "
+           "float32).")
       .def(
           "translate",
           [](PyTranslator &self, const py::sequence &sentenceList,

@@ -189,11 +189,11 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
                    options.computeType + "'");
   }
   sessionOptions.quantizeOutputProjection = options.quantizeOutputProjection;
-  if (auto kv = runtime::parseKeyValueType(options.kvType))
-    sessionOptions.keyValueType = *kv;
-  else
+  auto kv = runtime::parseKeyValueType(options.kvType);
+  if (!kv)
     return error("kv type: expected 'auto', 'float32' or 'float16', got '" +
                  options.kvType + "'");
+  sessionOptions.keyValueType = *kv;
   sessionOptions.teacherForcing = false;
   sessionOptions.encoderStates = options.encoderStates;
   sessionOptions.dumpDir = options.dumpDir;

@@ -1,5 +1,4 @@
-//===- KeyValueType.h - how attention keys and values are stored -*- C++
-//-*-===//
+//===- KeyValueType.h - storage of attention keys/values --------*- C++ -*-===//
 //
 // A decoder step reads every cached key and value of its batch: the self
 // caches and the cross-attention keys/values of the source. At large

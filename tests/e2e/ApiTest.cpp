@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -58,7 +59,8 @@ struct ScratchFile {
     }
   }
   ~ScratchFile() { std::remove(path.c_str()); }
-  std::string read() const {
+  std::string read() const { return readPath(path); }
+  static std::string readPath(const std::string &path) {
     std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
@@ -225,9 +227,10 @@ TEST(Api, ConcurrentCallersGetTheResultsOfOne) {
 }
 
 /// LoadOptions::kvType: a bad name is a load error that says what it
-/// expects; float16 keys/values on the float32 weights give the float32
-/// translations of these sentences (both against the reference in the e2e
-/// fixtures' tests; here, that the option reaches the compiled model).
+/// expects; "float16" reaches the compiled model (its fused stage, dumped,
+/// keeps the self caches as f16 under float32 weights) and translates these
+/// sentences as float32 keys/values do (both checked against the reference
+/// in the e2e fixtures' tests).
 TEST(Api, KeyValueTypeIsALoadOption) {
   tfmc::LoadOptions load;
   load.cacheDir = TFMC_E2E_CACHE_DIR;
@@ -238,9 +241,17 @@ TEST(Api, KeyValueTypeIsALoadOption) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), "kv type: expected 'auto', 'float32' or "
                              "'float16', got 'bfloat16'");
+  char dir[] = "/tmp/tfmc-api-dump-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
   load.kvType = "float16";
+  load.dumpDir = dir;
   auto half = tfmc::Translator::load(model, load);
   ASSERT_TRUE(half) << half.error();
+  std::string fused =
+      ScratchFile::readPath(std::string(dir) + "/02-fused.mlir");
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(fused.find("xf16> {tfm.cache = \"self_key.0\"}"), std::string::npos)
+      << "the fused stage of a float32 model loaded with kvType float16";
   auto want = bundled().translate(kSentences);
   auto got = (*half)->translate(kSentences);
   ASSERT_TRUE(want) << want.error();

@@ -88,6 +88,8 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
       {"teacher forcing", [](auto &o) { o.teacherForcing = false; }},
       {"encoder states", [](auto &o) { o.encoderStates = true; }},
       {"profiled variant", [](auto &o) { o.profile = true; }},
+      {"float16 keys and values",
+       [](auto &o) { o.keyValueType = KeyValueType::Float16; }},
   };
   for (auto &[what, edit] : optionEdits) {
     CompileOptions o = baseOptions;
@@ -99,6 +101,16 @@ TEST(CacheKey, EveryFieldChangesTheKey) {
   moved.cacheDir = "/elsewhere";
   moved.dumpDir = "/dump";
   EXPECT_EQ(CompiledModel::cacheKey(base, 37, 41, moved), key);
+  // The key holds the storage of keys and values as resolved: auto and the
+  // type it stands for compile the same code.
+  CompileOptions explicitFloat32 = baseOptions;
+  explicitFloat32.keyValueType = KeyValueType::Float32;
+  EXPECT_EQ(CompiledModel::cacheKey(base, 37, 41, explicitFloat32), key);
+  CompileOptions int8Auto = baseOptions, int8Half = baseOptions;
+  int8Auto.computeType = int8Half.computeType = frontend::ComputeType::Int8;
+  int8Half.keyValueType = KeyValueType::Float16;
+  EXPECT_EQ(CompiledModel::cacheKey(base, 37, 41, int8Auto),
+            CompiledModel::cacheKey(base, 37, 41, int8Half));
 }
 
 class CacheSession : public ::testing::Test {

@@ -1,4 +1,4 @@
-//===- QuantizedTest.cpp - 16-bit and int8 weights against the reference --===//
+//===- QuantizedTest.cpp - reduced weights, keys, values vs the reference -===//
 //
 // Fixtures with their linear weights stored as float16, bfloat16 or int8
 // against the float32 reference, and both kernel paths against each other;
@@ -19,11 +19,11 @@ using namespace tfmc::testing;
 
 namespace {
 
-/// A fixture with its linear weights stored as float16 or int8, against the
-/// float32 reference: the teacher-forced argmax must agree at (nearly) every
-/// position and the logits stay within a bound relative to their spread.
-/// The last element is how the keys and values are stored (Auto: float16
-/// for these compute types).
+/// A fixture with its linear weights (or its keys and values) stored in a
+/// reduced type, against the float32 reference: the teacher-forced argmax must
+/// agree at (nearly) every position and the logits stay within a bound relative
+/// to their spread. The last element is how the keys and values are stored
+/// (Auto: float16 for these compute types).
 using QuantizedCase =
     std::tuple<std::string, bool, frontend::ComputeType, runtime::KeyValueType>;
 

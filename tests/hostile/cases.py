@@ -917,6 +917,8 @@ for name, extra, subs in [
     ("opt-repetition-penalty-float-zero", ["--repetition-penalty", "1e-50"],
      ["--repetition-penalty"]),
     ("opt-compute-type-empty", ["--compute-type="], ["--compute-type"]),
+    ("opt-kv-type-empty", ["--kv-type="], ["--kv-type"]),
+    ("opt-kv-type-unknown", ["--kv-type", "bfloat16"], ["--kv-type", "bfloat16"]),
 ]:
     case(name, OP, [base(), ONE_LINE], translate(*extra), option_error(*subs))
 case("opt-no-model", OP, [], ["{tfmc}", "translate"], option_error())

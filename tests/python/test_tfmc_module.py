@@ -168,6 +168,20 @@ def test_compute_types_keep_the_translations():
         assert same >= needed * len(expected), (compute_type, same, len(expected))
 
 
+def test_kv_type_reaches_the_compiled_model(tmp_path):
+    # The compiled-model cache keys the storage of keys and values as
+    # resolved: float16 under float32 weights is an entry of its own,
+    # "float32" is auto's.
+    cache = str(tmp_path / "cache")
+    entries = lambda: len([f for f in os.listdir(cache) if f.endswith(".tfmo")])  # noqa: E731
+    tfmc.Translator(ZH_EN, cache_dir=cache)
+    assert entries() == 1
+    tfmc.Translator(ZH_EN, cache_dir=cache, kv_type="float16")
+    assert entries() == 2
+    tfmc.Translator(ZH_EN, cache_dir=cache, kv_type="float32")
+    assert entries() == 2
+
+
 def test_kv_types_keep_the_translations():
     # float16 keys/values on float32 weights, float32 ones on int8 weights:
     # the float32 reference's translations of the committed sentences (int8:

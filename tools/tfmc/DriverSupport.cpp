@@ -126,7 +126,11 @@ KeyValueTypeOption::KeyValueTypeOption(cl::SubCommand &sub,
             cl::value_desc("TYPE"), cl::init(""), cl::sub(sub), cl::cat(cat)) {}
 
 llvm::Expected<runtime::KeyValueType> KeyValueTypeOption::type() const {
-  if (auto t = runtime::parseKeyValueType(value))
+  if (value.empty() && !value.getNumOccurrences())
+    return runtime::KeyValueType::Auto;
+  // An empty value given on the command line is a mistake, as for
+  // --compute-type (LoadOptions' "" means auto).
+  if (auto t = runtime::parseKeyValueType(value); t && !value.empty())
     return *t;
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "--kv-type: expected 'auto', 'float32' or "
