@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/session/CompiledModel.h"
+#include "runtime/session/CompilePipeline.h"
 
 #include "compiler/JIT/CompileCache.h"
 #include "compiler/JIT/JitModule.h"
@@ -21,19 +22,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/Timing.h"
 
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
-#include <dlfcn.h>
 #include <malloc.h>
 #include <optional>
-
-#ifndef TFMC_VERSION
-#define TFMC_VERSION "unknown"
-#endif
 
 using namespace tfmc;
 using namespace tfmc::runtime;
@@ -226,83 +221,6 @@ readMetadata(llvm::StringRef text, std::vector<ProfiledOp> &ops) {
 }
 
 //===----------------------------------------------------------------------===//
-// The cache key.
-//===----------------------------------------------------------------------===//
-
-/// The pipeline options this process's runtime decides (the cache key
-/// records them, the compile uses them): the library kernels' row
-/// threshold and the cache level attention's prefetches fill.
-static mlir::tfm::PipelineOptions hostPipeline() {
-  mlir::tfm::PipelineOptions pipeline;
-  pipeline.libraryMinRows = libraryKernelMinRows();
-  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
-  return pipeline;
-}
-
-/// The build that holds this code: its file's size and modification time,
-/// so that a rebuilt tfmc never trusts objects of an older lowering.
-static std::string buildIdentity() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&buildIdentity), &info) ||
-      !info.dli_fname)
-    return "unknown";
-  llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(info.dli_fname, status))
-    return "unknown";
-  return llvm::formatv(
-             "{0} bytes, modified {1}", status.getSize(),
-             status.getLastModificationTime().time_since_epoch().count())
-      .str();
-}
-
-std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
-                                    int64_t sourceVocabSize,
-                                    int64_t targetVocabSize,
-                                    const CompileOptions &options) {
-  using frontend::LayerKind;
-  mlir::tfm::PipelineOptions pipeline = hostPipeline();
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << "format: tfmc compiled model 1\n"
-     << "tfmc: " << TFMC_VERSION << "; build " << buildIdentity() << "\n"
-     << "llvm: " << LLVM_VERSION_STRING << "\n"
-     << "architecture: d_model " << arch.dModel << ", heads " << arch.numHeads
-     << ", layers " << arch.numEncoderLayers << "+" << arch.numDecoderLayers
-     << ", d_ff " << arch.dFF << ", max_len " << arch.maxLen << ", activation "
-     << frontend::stringifyActivation(arch.activation) << ", layer_norm_eps "
-     << llvm::formatv("{0:e16}", arch.layerNormEps).str()
-     << ", embedding_scale " << arch.embeddingScale << ", positions "
-     << arch.positionalEncoding << "\n"
-     << "encoder layer: " << arch.layerRecipe(LayerKind::Encoder).str()
-     << "; final norm " << arch.finalNorm(LayerKind::Encoder) << "\n";
-  if (!arch.encoderOnly())
-    os << "decoder layer: " << arch.layerRecipe(LayerKind::Decoder).str()
-       << "; final norm " << arch.finalNorm(LayerKind::Decoder) << "\n";
-  os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n"
-     << "functions: translation " << options.translation << ", teacher forcing "
-     << options.teacherForcing << ", encoder states " << options.encoderStates
-     << "\n"
-     << "kernels: " << (options.useLibraryKernels ? "library" : "loops")
-     << ", library from " << pipeline.libraryMinRows << " rows\n"
-     << "attention prefetches into: L" << pipeline.attentionPrefetchLevel
-     << "\n"
-     << "compute type: " << frontend::stringifyComputeType(options.computeType)
-     << (options.computeType != frontend::ComputeType::Float32 &&
-                 !options.quantizeOutputProjection
-             ? " (output projection float32)"
-             : "")
-     << "\n"
-     << "keys and values: "
-     << (halfKeysValues(options.keyValueType, options.computeType) ? "float16"
-                                                                   : "float32")
-     << "\n"
-     << "target: " << mlir::tfm::hostTargetDescription() << "\n";
-  if (options.profile)
-    os << "profiled: probes around every op\n";
-  return key;
-}
-
-//===----------------------------------------------------------------------===//
 // Compilation.
 //===----------------------------------------------------------------------===//
 
@@ -351,15 +269,7 @@ compileObject(const frontend::Architecture &arch, int64_t sourceVocabSize,
                                      targetVocabSize, import);
       });
   using mlir::tfm::Stage;
-  mlir::tfm::PipelineOptions pipeline = hostPipeline();
-  pipeline.useLibraryCalls = options.useLibraryKernels;
-  pipeline.computeType =
-      frontend::stringifyComputeType(options.computeType).str();
-  pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
-  pipeline.halfCaches =
-      halfKeysValues(options.keyValueType, options.computeType);
-  pipeline.profile = options.profile;
-  pipeline.timing = options.timing;
+  mlir::tfm::PipelineOptions pipeline = pipelineFor(options);
   if (llvm::Error e = mlir::tfm::lowerToStage(*module, Stage::Tfm, Stage::Loops,
                                               pipeline, options.dumpDir))
     return std::move(e);

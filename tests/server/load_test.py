@@ -8,7 +8,9 @@ throughput and p50/p99 latency. Then the error answers: 400 (malformed
 JSON, bad fields), 413 (too many sentences, too large a body, also sent
 chunked; more sentences than the queue holds), 503 (a full queue), the
 warnings list (no hypothesis, NaN scores), /health behind a dozen idle
-connections, and a clean exit on SIGTERM. Traffic
+connections, and a clean exit on SIGTERM. Last, the compiled-model cache:
+what `tfmc compile --cache-only` stores is what serve loads, and serve's
+--kv-type float16 is an entry of its own. Traffic
 goes to 127.0.0.1 only; every loop is bounded.
 """
 
@@ -288,6 +290,25 @@ def main():
         c.close()
     assert stop(proc) == 0
     print("load_test: error answers and shutdown ok")
+
+    # tfmc and tfmc-serve (which `tfmc serve` runs) each hold a copy of the
+    # compiler; their cache keys name the same build, so a cache filled by
+    # `compile --cache-only` (for a container image, say) serves serve.
+    with tempfile.TemporaryDirectory() as cache:
+        subprocess.run([args.tfmc, "compile", MODEL, "--cache-only", "--cache-dir", cache],
+                       check=True, capture_output=True)
+        entries = lambda: sorted(f for f in os.listdir(cache) if f.endswith(".tfmo"))  # noqa: E731
+        filled = entries()
+        assert len(filled) == 1, filled
+        proc, port = start(args.tfmc, "--cache-dir", cache)
+        assert stop(proc) == 0
+        assert entries() == filled, ("serve compiled again", entries())
+        proc, port = start(args.tfmc, "--cache-dir", cache, "--kv-type", "float16")
+        status, body = post(port, {"text": ["谢谢。"]})
+        assert status == 200 and len(body["translations"]) == 1, (status, body)
+        assert stop(proc) == 0
+        assert len(entries()) == 2, entries()
+    print("load_test: cache shared with compile --cache-only ok")
 
 
 if __name__ == "__main__":

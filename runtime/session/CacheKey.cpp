@@ -1,0 +1,164 @@
+//===- CacheKey.cpp - the compiled-model cache key ------------------------===//
+//
+// The text whose hash names a compiled model in the cache: everything that
+// changes the code (the build, LLVM, the architecture, the vocabularies,
+// which functions, the pipeline options as pipelineFor() gives them, the
+// host target) and nothing else (the weights, where the cache lives).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/session/CompilePipeline.h"
+
+#include "compiler/JIT/HostTarget.h"
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/KernelIsa.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <link.h>
+#include <optional>
+
+#ifndef TFMC_VERSION
+#define TFMC_VERSION "unknown"
+#endif
+
+using namespace tfmc;
+using namespace tfmc::runtime;
+
+mlir::tfm::PipelineOptions
+tfmc::runtime::pipelineFor(const CompileOptions &options) {
+  mlir::tfm::PipelineOptions pipeline;
+  pipeline.libraryMinRows = libraryKernelMinRows();
+  pipeline.attentionPrefetchLevel = packed::aheadCacheLevel();
+  pipeline.useLibraryCalls = options.useLibraryKernels;
+  pipeline.computeType =
+      frontend::stringifyComputeType(options.computeType).str();
+  pipeline.quantizeOutputProjection = options.quantizeOutputProjection;
+  pipeline.halfCaches =
+      halfKeysValues(options.keyValueType, options.computeType);
+  pipeline.profile = options.profile;
+  pipeline.timing = options.timing;
+  return pipeline;
+}
+
+/// "SIZE bytes, modified TIME" of `path`, or nothing when it cannot be read.
+static std::optional<std::string> fileIdentity(const llvm::Twine &path) {
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(path, status) ||
+      !llvm::sys::fs::is_regular_file(status))
+    return std::nullopt;
+  return llvm::formatv(
+             "{0} bytes, modified {1}", status.getSize(),
+             status.getLastModificationTime().time_since_epoch().count())
+      .str();
+}
+
+/// The file holding this code: the shared library's path, or for code
+/// linked into the executable /proc/self/exe's target (dladdr names the
+/// executable by its argv[0], which `tfmc serve` passes on to tfmc-serve).
+static std::string codeFile() {
+  struct Search {
+    uintptr_t address;
+    std::string name;
+    bool found = false;
+  } search{reinterpret_cast<uintptr_t>(&codeFile), "", false};
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+          uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          if (segment.p_type == PT_LOAD && s->address >= start &&
+              s->address < start + segment.p_memsz) {
+            s->name = info->dlpi_name ? info->dlpi_name : "";
+            s->found = true;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  if (!search.found)
+    return "";
+  if (!search.name.empty())
+    return search.name;
+  llvm::SmallString<256> exe;
+  if (llvm::sys::fs::real_path("/proc/self/exe", exe))
+    return "";
+  return std::string(exe);
+}
+
+/// The build that holds this code: its file's size and modification time,
+/// so that a rebuilt tfmc never trusts objects of an older lowering. The
+/// two executables of one build, `tfmc` and `tfmc-serve` (which `tfmc
+/// serve` runs, from the same directory), each hold a copy of the
+/// compiler: either counts both files, so that what `tfmc compile
+/// --cache-only` or `translate` stored is what `serve` finds, and a
+/// rebuild of either changes the key of both.
+static std::string buildIdentity() {
+  std::string self = codeFile();
+  if (self.empty())
+    return "unknown";
+  llvm::StringRef name = llvm::sys::path::filename(self);
+  if (name != "tfmc" && name != "tfmc-serve") {
+    std::optional<std::string> own = fileIdentity(self);
+    return own ? *own : "unknown";
+  }
+  llvm::StringRef dir = llvm::sys::path::parent_path(self);
+  std::string identity;
+  for (const char *executable : {"tfmc", "tfmc-serve"}) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, executable);
+    if (std::optional<std::string> file = fileIdentity(path))
+      identity += (identity.empty() ? "" : "; ") + std::string(executable) +
+                  " " + *file;
+  }
+  return identity.empty() ? "unknown" : identity;
+}
+
+std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
+                                    int64_t sourceVocabSize,
+                                    int64_t targetVocabSize,
+                                    const CompileOptions &options) {
+  using frontend::LayerKind;
+  mlir::tfm::PipelineOptions pipeline = pipelineFor(options);
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << "format: tfmc compiled model 1\n"
+     << "tfmc: " << TFMC_VERSION << "; build " << buildIdentity() << "\n"
+     << "llvm: " << LLVM_VERSION_STRING << "\n"
+     << "architecture: d_model " << arch.dModel << ", heads " << arch.numHeads
+     << ", layers " << arch.numEncoderLayers << "+" << arch.numDecoderLayers
+     << ", d_ff " << arch.dFF << ", max_len " << arch.maxLen << ", activation "
+     << frontend::stringifyActivation(arch.activation) << ", layer_norm_eps "
+     << llvm::formatv("{0:e16}", arch.layerNormEps).str()
+     << ", embedding_scale " << arch.embeddingScale << ", positions "
+     << arch.positionalEncoding << "\n"
+     << "encoder layer: " << arch.layerRecipe(LayerKind::Encoder).str()
+     << "; final norm " << arch.finalNorm(LayerKind::Encoder) << "\n";
+  if (!arch.encoderOnly())
+    os << "decoder layer: " << arch.layerRecipe(LayerKind::Decoder).str()
+       << "; final norm " << arch.finalNorm(LayerKind::Decoder) << "\n";
+  os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n"
+     << "functions: translation " << options.translation << ", teacher forcing "
+     << options.teacherForcing << ", encoder states " << options.encoderStates
+     << "\n"
+     << "kernels: " << (pipeline.useLibraryCalls ? "library" : "loops")
+     << ", library from " << pipeline.libraryMinRows << " rows\n"
+     << "attention prefetches into: L" << pipeline.attentionPrefetchLevel
+     << "\n"
+     << "compute type: " << pipeline.computeType
+     << (pipeline.computeType != "float32" && !pipeline.quantizeOutputProjection
+             ? " (output projection float32)"
+             : "")
+     << "\n"
+     << "keys and values: " << (pipeline.halfCaches ? "float16" : "float32")
+     << "\n"
+     << "target: " << mlir::tfm::hostTargetDescription() << "\n";
+  if (pipeline.profile)
+    os << "profiled: probes around every op\n";
+  return key;
+}

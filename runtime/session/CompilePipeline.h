@@ -1,0 +1,26 @@
+//===- CompilePipeline.h - what a compile runs and keys ---------*- C++ -*-===//
+//
+// Internal to the runtime's JIT entry (CompiledModel.cpp, CacheKey.cpp):
+// the one place that turns a model's CompileOptions into the pipeline
+// options it is compiled with, so that the compiled-model cache key records
+// exactly what the compile runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef RUNTIME_SESSION_COMPILEPIPELINE_H
+#define RUNTIME_SESSION_COMPILEPIPELINE_H
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "runtime/session/CompiledModel.h"
+
+namespace tfmc::runtime {
+
+/// The pipeline options of a compile with `options` in this process: what
+/// the runtime decides for the host (the library kernels' row threshold,
+/// the cache level attention's prefetches fill) and what `options` asks
+/// (kernel path, compute type, output projection, storage of keys and
+/// values as resolved, the profiled variant, timing).
+mlir::tfm::PipelineOptions pipelineFor(const CompileOptions &options);
+
+} // namespace tfmc::runtime
+
+#endif // RUNTIME_SESSION_COMPILEPIPELINE_H
