@@ -2,9 +2,10 @@
 """Quality gate for the reduced-precision compute types (issue 13).
 
 Translates a dev set with --compute-type float32, float16, bfloat16 and
-int8 on one kernel path, scores each with `tfmc score`, and compares every
-line with the float32 translation. The gate: int8 BLEU within 0.5 of
-float32 and at least 90% of lines identical; float16 at least 98%
+int8, and float32 with --kv-type float16, on one kernel path, scores each
+with `tfmc score`, and compares every line with the float32 translation.
+The gate: int8 BLEU within 0.5 of float32 and at least 90% of lines
+identical; float16, and float32 with float16 keys/values, at least 98%
 identical; bfloat16 BLEU within 0.3 and at least 95% identical (issue 28).
 Exit status 1 when it fails.
 
@@ -23,9 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "tatoeba-zh-en")
 
 
-def translate(args, compute_type, out):
+def translate(args, compute_type, kv_type, out):
     cmd = [args.tfmc, "translate", args.model, "-i", args.src, "-o", out,
-           "--compute-type", compute_type, "--kernels", args.kernels,
+           "--compute-type", compute_type, "--kv-type", kv_type, "--kernels", args.kernels,
            "--max-length", str(args.max_length), "--beam-size", str(args.beam_size)]
     if not args.output_projection:
         cmd.append("--quantize-output-projection=false")
@@ -58,12 +59,16 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
 
     results = {}
-    for ct in ("float32", "float16", "bfloat16", "int8"):
-        out = os.path.join(args.workdir, f"{ct}-{args.kernels}.en")
-        seconds = translate(args, ct, out)
+    # (row label, --compute-type, --kv-type)
+    runs = [("float32", "float32", "auto"), ("float16", "float16", "auto"),
+            ("bfloat16", "bfloat16", "auto"), ("int8", "int8", "auto"),
+            ("float32, float16 keys/values", "float32", "float16")]
+    for label, ct, kv in runs:
+        out = os.path.join(args.workdir, f"{ct}-kv-{kv}-{args.kernels}.en")
+        seconds = translate(args, ct, kv, out)
         with open(out, encoding="utf-8") as f:
             lines = f.read().split("\n")
-        results[ct] = (lines, score(args, out), seconds)
+        results[label] = (lines, score(args, out), seconds)
 
     base_lines, (base_bleu, _), _ = results["float32"]
     n = len(base_lines) - 1  # trailing newline
@@ -77,12 +82,12 @@ def main():
         print(f"| {ct} | {bleu:.2f} | {chrf:.2f} | {same}/{n} ({100.0 * same / n:.1f}%) | {seconds:.1f} |")
         if ct == "int8" and (bleu < base_bleu - 0.5 or same < 0.90 * n):
             ok = False
-        if ct == "float16" and same < 0.98 * n:
+        if ct in ("float16", "float32, float16 keys/values") and same < 0.98 * n:
             ok = False
         if ct == "bfloat16" and (abs(bleu - base_bleu) > 0.3 or same < 0.95 * n):
             ok = False
-    print("gate (int8: BLEU within 0.5, >= 90% identical; float16: >= 98% identical; "
-          "bfloat16: BLEU within 0.3, >= 95% identical):",
+    print("gate (int8: BLEU within 0.5, >= 90% identical; float16 and float16 keys/values: "
+          ">= 98% identical; bfloat16: BLEU within 0.3, >= 95% identical):",
           "PASS" if ok else "FAIL")
     return 0 if ok else 1
 
