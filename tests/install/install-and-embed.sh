@@ -26,8 +26,15 @@ if "$work/embed" "$build/install-test/missing.json" "x" 2> "$build/install-test/
   exit 1
 fi
 grep -q "error: .*missing.json: cannot open file" "$build/install-test/err.txt"
-# The installed driver runs.
+# The installed driver runs, and the installed server (tfmc serve runs
+# tfmc-serve, which must find libMLIR/libLLVM as tfmc does): it checks its
+# options before loading anything.
 echo "谢谢。" | "$prefix/bin/tfmc" translate "$src/examples/zh-en/model.json" --no-cache
+if "$prefix/bin/tfmc" serve "$src/examples/zh-en/model.json" --port 99999 2> "$build/install-test/serve.txt"; then
+  echo "installed tfmc serve accepted --port 99999" >&2
+  exit 1
+fi
+grep -q "error: --port must be 0 to 65535" "$build/install-test/serve.txt"
 # The installed Python module imports and translates.
 PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
 import sys, tfmc
