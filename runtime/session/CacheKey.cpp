@@ -16,7 +16,6 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 
 #include <link.h>
 #include <optional>
@@ -92,32 +91,21 @@ static std::string codeFile() {
 }
 
 /// The build that holds this code: its file's size and modification time,
-/// so that a rebuilt tfmc never trusts objects of an older lowering. The
-/// two executables of one build, `tfmc` and `tfmc-serve` (which `tfmc
-/// serve` runs, from the same directory), each hold a copy of the
-/// compiler: either counts both files, so that what `tfmc compile
-/// --cache-only` or `translate` stored is what `serve` finds, and a
-/// rebuild of either changes the key of both.
+/// so that a rebuilt tfmc never trusts objects of an older lowering (each
+/// executable and library holding the compiler its own: tfmc and
+/// tfmc-serve, built from the same sources, keep entries apart, since
+/// either can be rebuilt without the other). Empty when the file cannot
+/// be told (then the cache is not used at all: an "unknown" shared by
+/// every build would hand one build's objects to another).
 static std::string buildIdentity() {
   std::string self = codeFile();
   if (self.empty())
-    return "unknown";
-  llvm::StringRef name = llvm::sys::path::filename(self);
-  if (name != "tfmc" && name != "tfmc-serve") {
-    std::optional<std::string> own = fileIdentity(self);
-    return own ? *own : "unknown";
-  }
-  llvm::StringRef dir = llvm::sys::path::parent_path(self);
-  std::string identity;
-  for (const char *executable : {"tfmc", "tfmc-serve"}) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, executable);
-    if (std::optional<std::string> file = fileIdentity(path))
-      identity += (identity.empty() ? "" : "; ") + std::string(executable) +
-                  " " + *file;
-  }
-  return identity.empty() ? "unknown" : identity;
+    return "";
+  std::optional<std::string> own = fileIdentity(self);
+  return own ? self + ", " + *own : "";
 }
+
+bool tfmc::runtime::buildIdentified() { return !buildIdentity().empty(); }
 
 std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
                                     int64_t sourceVocabSize,

@@ -1,9 +1,10 @@
 //===- CompilePipeline.h - what a compile runs and keys ---------*- C++ -*-===//
 //
 // Internal to the runtime's JIT entry (CompiledModel.cpp, CacheKey.cpp):
-// the one place that turns a model's CompileOptions into the pipeline
+// where the runtime turns a model's CompileOptions into the pipeline
 // options it is compiled with, so that the compiled-model cache key records
-// exactly what the compile runs.
+// exactly what the compile runs (`tfmc compile --emit` builds its own for
+// the IR it prints, and uses no cache).
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_SESSION_COMPILEPIPELINE_H
@@ -20,6 +21,11 @@ namespace tfmc::runtime {
 /// (kernel path, compute type, output projection, storage of keys and
 /// values as resolved, the profiled variant, timing).
 mlir::tfm::PipelineOptions pipelineFor(const CompileOptions &options);
+
+/// Whether the file holding this build's compiler can be told (its path,
+/// size and modification time enter the cache key); if not, the compiled-
+/// model cache is not used.
+bool buildIdentified();
 
 } // namespace tfmc::runtime
 

@@ -319,7 +319,10 @@ CompiledModel::compile(const frontend::Architecture &arch,
 
   std::optional<mlir::tfm::CompileCache> cache;
   std::string key;
-  if (!options.cacheDir.empty()) {
+  if (!options.cacheDir.empty() && !buildIdentified())
+    llvm::errs() << "warning: compile cache: cannot tell which file holds "
+                    "this build's compiler; compiling without the cache\n";
+  else if (!options.cacheDir.empty()) {
     cache.emplace(options.cacheDir, llvm::errs());
     key = cacheKey(arch, sourceVocabSize, targetVocabSize, options);
     model->cachePath = cache->entryPath(key);

@@ -9,7 +9,7 @@ JSON, bad fields), 413 (too many sentences, too large a body, also sent
 chunked; more sentences than the queue holds), 503 (a full queue), the
 warnings list (no hypothesis, NaN scores), /health behind a dozen idle
 connections, and a clean exit on SIGTERM. Last, the compiled-model cache:
-what `tfmc compile --cache-only` stores is what serve loads, and serve's
+what `tfmc serve --cache-only` stores is what serve loads, and serve's
 --kv-type float16 is an entry of its own. Traffic
 goes to 127.0.0.1 only; every loop is bounded.
 """
@@ -291,12 +291,13 @@ def main():
     assert stop(proc) == 0
     print("load_test: error answers and shutdown ok")
 
-    # tfmc and tfmc-serve (which `tfmc serve` runs) each hold a copy of the
-    # compiler; their cache keys name the same build, so a cache filled by
-    # `compile --cache-only` (for a container image, say) serves serve.
+    # tfmc-serve (which `tfmc serve` runs) keys its own entries (the file
+    # holding its compiler is part of the key): `serve --cache-only` fills
+    # what serve loads (for a container image, say).
     with tempfile.TemporaryDirectory() as cache:
-        subprocess.run([args.tfmc, "compile", MODEL, "--cache-only", "--cache-dir", cache],
-                       check=True, capture_output=True)
+        out = subprocess.run([args.tfmc, "serve", MODEL, "--cache-only", "--cache-dir", cache],
+                             check=True, capture_output=True, text=True).stdout
+        assert out.startswith("cached: " + cache), out
         entries = lambda: sorted(f for f in os.listdir(cache) if f.endswith(".tfmo"))  # noqa: E731
         filled = entries()
         assert len(filled) == 1, filled
@@ -308,7 +309,7 @@ def main():
         assert status == 200 and len(body["translations"]) == 1, (status, body)
         assert stop(proc) == 0
         assert len(entries()) == 2, entries()
-    print("load_test: cache shared with compile --cache-only ok")
+    print("load_test: serve --cache-only fills what serve loads ok")
 
 
 if __name__ == "__main__":

@@ -192,6 +192,15 @@ llvm::Expected<frontend::Model>
 loadModelTimed(llvm::StringRef path, TimingOption &timing,
                llvm::StringRef weightCacheDir = "");
 
+/// --cache-only (compile, serve): compiles into the compiled-model cache
+/// `dir` what a session with `options` (translation, no teacher forcing)
+/// compiles, and prints "cached: PATH" (or "cached (already): PATH"); an
+/// error when nothing could be stored. Each executable keys its own
+/// entries (the file holding its compiler is part of the key), so `serve
+/// --cache-only` fills what `tfmc serve` loads.
+int fillCompileCache(frontend::Model model, runtime::SessionOptions options,
+                     const std::string &dir);
+
 /// Session::open under a "compile" timer (its phases nest there), with the
 /// compiled-model cache of `cache`.
 llvm::Expected<std::unique_ptr<runtime::Session>>

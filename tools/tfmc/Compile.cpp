@@ -226,33 +226,12 @@ private:
                   "cache directory is known (set --cache-dir)");
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
-    options.teacherForcing = false;
-    // Nothing is translated here: no warm-up.
-    options.prepareKernels = false;
     if (!computeType.apply(options) || !kvType.apply(options))
       return 1;
-    options.cacheDir = dir;
     // As for translate: the stages are written and the entry refreshed.
     options.dumpDir = dumpIR;
     options.timing = timing.root();
-    auto session = runtime::Session::open(std::move(loaded), options);
-    if (!session)
-      return fail(session.takeError());
-    const runtime::CompiledModel &compiled = (*session)->compiled();
-    // Filling the cache is this command's whole job: a cache that could
-    // not be written (a warning above says why) fails it.
-    const std::string &entry = compiled.cacheEntry();
-    if (!llvm::sys::fs::is_regular_file(entry))
-      return fail(
-          llvm::sys::fs::exists(entry)
-              ? "the compiled model could not be stored in the cache: " +
-                    entry + " is not a regular file"
-              : "the compiled model could not be stored in the cache "
-                "directory " +
-                    dir);
-    llvm::outs() << (compiled.fromCache() ? "cached (already): " : "cached: ")
-                 << compiled.cacheEntry() << "\n";
-    return 0;
+    return fillCompileCache(std::move(loaded), std::move(options), dir);
   }
 
   cl::SubCommand sub;

@@ -10,6 +10,7 @@
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -216,6 +217,31 @@ std::optional<mlir::TimingScope> TimingOption::scope(llvm::StringRef name) {
   if (mlir::TimingScope *parent = root())
     scope.emplace(parent->nest(name));
   return scope;
+}
+
+int fillCompileCache(frontend::Model model, runtime::SessionOptions options,
+                     const std::string &dir) {
+  options.teacherForcing = false;
+  // Nothing is translated here: no warm-up.
+  options.prepareKernels = false;
+  options.cacheDir = dir;
+  auto session = runtime::Session::open(std::move(model), options);
+  if (!session)
+    return fail(session.takeError());
+  const runtime::CompiledModel &compiled = (*session)->compiled();
+  // Filling the cache is the command's whole job: a cache that could not
+  // be written (a warning above says why) fails it.
+  const std::string &entry = compiled.cacheEntry();
+  if (!llvm::sys::fs::is_regular_file(entry))
+    return fail(llvm::sys::fs::exists(entry)
+                    ? "the compiled model could not be stored in the cache: " +
+                          entry + " is not a regular file"
+                    : "the compiled model could not be stored in the cache "
+                      "directory " +
+                          dir);
+  llvm::outs() << (compiled.fromCache() ? "cached (already): " : "cached: ")
+               << entry << "\n";
+  return 0;
 }
 
 llvm::Expected<frontend::Model> loadModelTimed(llvm::StringRef path,

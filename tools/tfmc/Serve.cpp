@@ -58,6 +58,10 @@ public:
                 cl::desc("Threads for compiled code (default: this "
                          "machine's cores; a server's batches use them all)"),
                 cl::init(coresHere()), cl::sub(sub), cl::cat(cat)),
+        cacheOnly("cache-only",
+                  cl::desc("Compile the model into the compiled-model cache "
+                           "(what serve loads) and exit, without serving"),
+                  cl::sub(sub), cl::cat(cat)),
         kernels(sub, cat), computeType(sub, cat), kvType(sub, cat),
         cache(sub, cat) {}
 
@@ -96,6 +100,8 @@ public:
     if (threads > kMaxThreads)
       return fail("--threads must be between 1 and " +
                   std::to_string(kMaxThreads));
+    if (cacheOnly)
+      return fillCache(*library);
     tfmc::LoadOptions load;
     load.kernels = *library ? "library" : "loops";
     load.threads = threads;
@@ -135,10 +141,29 @@ public:
   }
 
 private:
+  /// --cache-only: what serve compiles at start, into the cache, by this
+  /// executable (tfmc-serve keys its own entries; `tfmc compile
+  /// --cache-only` fills tfmc's).
+  int fillCache(bool library) {
+    std::string dir = cache.directory();
+    if (dir.empty())
+      return fail("--cache-only needs a cache: --no-cache was given or no "
+                  "cache directory is known (set --cache-dir)");
+    auto loaded = frontend::loadModel(model, dir);
+    if (!loaded)
+      return fail(loaded.takeError());
+    runtime::SessionOptions options;
+    options.useLibraryKernels = library;
+    if (!computeType.apply(options) || !kvType.apply(options))
+      return 1;
+    return fillCompileCache(std::move(*loaded), std::move(options), dir);
+  }
+
   cl::SubCommand sub;
   cl::opt<std::string> model, host;
   IntegerOption<int> port, maxBatch, maxQueue, batchWindow, maxRequest,
       maxSentences, httpThreads, threads;
+  cl::opt<bool> cacheOnly;
   KernelsOption kernels;
   ComputeTypeOptions computeType;
   KeyValueTypeOption kvType;
