@@ -17,6 +17,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstring>
+#include <elf.h>
 #include <link.h>
 #include <optional>
 
@@ -55,54 +57,97 @@ static std::optional<std::string> fileIdentity(const llvm::Twine &path) {
       .str();
 }
 
-/// The file holding this code: the shared library's path, or for code
-/// linked into the executable /proc/self/exe's target (dladdr names the
-/// executable by its argv[0], which `tfmc serve` passes on to tfmc-serve).
-static std::string codeFile() {
+/// The loaded object holding this code: its GNU build ID (the linker's
+/// hash of the file, read from its PT_NOTE segments in memory, so that a
+/// file replaced on disk while loaded cannot mislead it) and its name
+/// ("" for the executable).
+struct CodeObject {
+  bool found = false;
+  std::string buildId, name;
+};
+
+static CodeObject codeObject() {
   struct Search {
     uintptr_t address;
-    std::string name;
-    bool found = false;
-  } search{reinterpret_cast<uintptr_t>(&codeFile), "", false};
+    CodeObject object;
+  } search{reinterpret_cast<uintptr_t>(&codeObject), {}};
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
         auto *s = static_cast<Search *>(data);
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
           const ElfW(Phdr) &segment = info->dlpi_phdr[i];
           uintptr_t start = info->dlpi_addr + segment.p_vaddr;
-          if (segment.p_type == PT_LOAD && s->address >= start &&
-              s->address < start + segment.p_memsz) {
-            s->name = info->dlpi_name ? info->dlpi_name : "";
-            s->found = true;
-            return 1;
+          holds = segment.p_type == PT_LOAD && s->address >= start &&
+                  s->address < start + segment.p_memsz;
+        }
+        if (!holds)
+          return 0;
+        s->object.found = true;
+        s->object.name = info->dlpi_name ? info->dlpi_name : "";
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_NOTE)
+            continue;
+          auto *at =
+              reinterpret_cast<const char *>(info->dlpi_addr + segment.p_vaddr);
+          const char *end = at + segment.p_memsz;
+          auto aligned = [](size_t n) { return (n + 3) & ~size_t(3); };
+          while (at + sizeof(ElfW(Nhdr)) <= end) {
+            const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+            const char *name = at + sizeof(ElfW(Nhdr));
+            const auto *desc = reinterpret_cast<const unsigned char *>(
+                name + aligned(note->n_namesz));
+            const char *next =
+                reinterpret_cast<const char *>(desc) + aligned(note->n_descsz);
+            if (next > end)
+              break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0 && note->n_descsz > 0) {
+              static constexpr char hex[] = "0123456789abcdef";
+              for (size_t b = 0; b < note->n_descsz; ++b) {
+                s->object.buildId += hex[desc[b] >> 4];
+                s->object.buildId += hex[desc[b] & 15];
+              }
+              return 1;
+            }
+            at = next;
           }
         }
-        return 0;
+        return 1;
       },
       &search);
-  if (!search.found)
-    return "";
-  if (!search.name.empty())
-    return search.name;
-  llvm::SmallString<256> exe;
-  if (llvm::sys::fs::real_path("/proc/self/exe", exe))
-    return "";
-  return std::string(exe);
+  return search.object;
 }
 
-/// The build that holds this code: its file's size and modification time,
-/// so that a rebuilt tfmc never trusts objects of an older lowering (each
-/// executable and library holding the compiler its own: tfmc and
-/// tfmc-serve, built from the same sources, keep entries apart, since
-/// either can be rebuilt without the other). Empty when the file cannot
-/// be told (then the cache is not used at all: an "unknown" shared by
-/// every build would hand one build's objects to another).
-static std::string buildIdentity() {
-  std::string self = codeFile();
-  if (self.empty())
-    return "";
-  std::optional<std::string> own = fileIdentity(self);
-  return own ? self + ", " + *own : "";
+/// The build that holds this code, so that a rebuilt tfmc never trusts
+/// objects of an older lowering: the GNU build ID of the executable or
+/// library holding it (each its own: tfmc and tfmc-serve, built from the
+/// same sources, keep entries apart, since either can be rebuilt without
+/// the other). Without a build ID (a link without --build-id), the file's
+/// path, size and modification time, the executable's through
+/// /proc/self/exe (dladdr names it by its argv[0], which `tfmc serve`
+/// passes on to tfmc-serve). Empty when neither can be told: then the
+/// cache is not used at all (an "unknown" shared by every build would
+/// hand one build's objects to another). Worked out once per process.
+static const std::string &buildIdentity() {
+  static const std::string identity = []() -> std::string {
+    CodeObject code = codeObject();
+    if (!code.found)
+      return "";
+    if (!code.buildId.empty())
+      return "build-id " + code.buildId;
+    std::string file = code.name;
+    if (file.empty()) {
+      llvm::SmallString<256> exe;
+      if (llvm::sys::fs::real_path("/proc/self/exe", exe))
+        return "";
+      file = std::string(exe);
+    }
+    std::optional<std::string> own = fileIdentity(file);
+    return own ? file + ", " + *own : "";
+  }();
+  return identity;
 }
 
 bool tfmc::runtime::buildIdentified() { return !buildIdentity().empty(); }

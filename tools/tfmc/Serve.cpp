@@ -152,6 +152,11 @@ private:
     auto loaded = frontend::loadModel(model, dir);
     if (!loaded)
       return fail(loaded.takeError());
+    // What serve refuses at start is refused here too.
+    if (loaded->desc.arch.encoderOnly())
+      return fail(model + ": translation needs a decoder, but this is an "
+                          "encoder-only model (num_decoder_layers is 0); "
+                          "use 'tfmc encode'");
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
     if (!computeType.apply(options) || !kvType.apply(options))
