@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -424,12 +425,23 @@ int serve(Translator &translator, const ServerOptions &options,
   }
   if (listener != INVALID_SOCKET)
     ::listen(listener, SOMAXCONN);
+  // httplib's stop() does nothing until listen_after_bind() has begun (it
+  // marks the server running there): a signal that came right after
+  // `listening` was lost, and the server ran on (a fresh machine's load
+  // test, SIGTERM sent on the "serving" line, 2026-12-06). So the stopper
+  // asks again until the listener has returned.
+  std::atomic<bool> ended{false};
   std::thread stopper([&] {
-    if (stopSignals.wait())
+    if (!stopSignals.wait())
+      return;
+    while (!ended.load()) {
       http.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   });
   listening(options.host, port);
   bool ok = http.listen_after_bind();
+  ended = true;
   // Wake the stopper if the server ended on its own.
   stopSignals.wake();
   stopper.join();
