@@ -22,9 +22,9 @@ namespace tfmc::runtime {
 /// values as resolved, the profiled variant, timing).
 mlir::tfm::PipelineOptions pipelineFor(const CompileOptions &options);
 
-/// Whether the file holding this build's compiler can be told (its path,
-/// size and modification time enter the cache key); if not, the compiled-
-/// model cache is not used.
+/// Whether the build holding this compiler can be told (its GNU build ID,
+/// else its file's path, size and modification time, enter the cache key);
+/// if not, the compiled-model cache is not used.
 bool buildIdentified();
 
 } // namespace tfmc::runtime

@@ -195,9 +195,9 @@ loadModelTimed(llvm::StringRef path, TimingOption &timing,
 /// --cache-only (compile, serve): compiles into the compiled-model cache
 /// `dir` what a session with `options` (translation, no teacher forcing)
 /// compiles, and prints "cached: PATH" (or "cached (already): PATH"); an
-/// error when nothing could be stored. Each executable keys its own
-/// entries (the file holding its compiler is part of the key), so `serve
-/// --cache-only` fills what `tfmc serve` loads.
+/// error when `dir` is empty (no cache) or nothing could be stored. Each
+/// executable keys its own entries (its build ID is part of the key), so
+/// `serve --cache-only` fills what `tfmc serve` loads.
 int fillCompileCache(frontend::Model model, runtime::SessionOptions options,
                      const std::string &dir);
 

@@ -220,10 +220,6 @@ private:
   /// --cache-only: compiles exactly what `translate` (or, for an
   /// encoder-only model, `encode`) loads, through the cache.
   int fillCache(frontend::Model loaded, bool library) {
-    std::string dir = cache.directory();
-    if (dir.empty())
-      return fail("--cache-only needs a cache: --no-cache was given or no "
-                  "cache directory is known (set --cache-dir)");
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
     if (!computeType.apply(options) || !kvType.apply(options))
@@ -231,7 +227,8 @@ private:
     // As for translate: the stages are written and the entry refreshed.
     options.dumpDir = dumpIR;
     options.timing = timing.root();
-    return fillCompileCache(std::move(loaded), std::move(options), dir);
+    return fillCompileCache(std::move(loaded), std::move(options),
+                            cache.directory());
   }
 
   cl::SubCommand sub;

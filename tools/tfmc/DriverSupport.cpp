@@ -221,6 +221,9 @@ std::optional<mlir::TimingScope> TimingOption::scope(llvm::StringRef name) {
 
 int fillCompileCache(frontend::Model model, runtime::SessionOptions options,
                      const std::string &dir) {
+  if (dir.empty())
+    return fail("--cache-only needs a cache: --no-cache was given or no "
+                "cache directory is known (set --cache-dir)");
   options.teacherForcing = false;
   // Nothing is translated here: no warm-up.
   options.prepareKernels = false;

@@ -146,9 +146,6 @@ private:
   /// --cache-only` fills tfmc's).
   int fillCache(bool library) {
     std::string dir = cache.directory();
-    if (dir.empty())
-      return fail("--cache-only needs a cache: --no-cache was given or no "
-                  "cache directory is known (set --cache-dir)");
     auto loaded = frontend::loadModel(model, dir);
     if (!loaded)
       return fail(loaded.takeError());
