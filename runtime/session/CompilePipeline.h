@@ -1,10 +1,11 @@
 //===- CompilePipeline.h - what a compile runs and keys ---------*- C++ -*-===//
 //
-// Internal to the runtime's JIT entry (CompiledModel.cpp, CacheKey.cpp):
-// where the runtime turns a model's CompileOptions into the pipeline
-// options it is compiled with, so that the compiled-model cache key records
-// exactly what the compile runs (`tfmc compile --emit` builds its own for
-// the IR it prints, and uses no cache).
+// Where the runtime turns a model's CompileOptions into the pipeline
+// options it is compiled with: the compile (CompiledModel.cpp) and the
+// compiled-model cache key (CacheKey.cpp) use it, so that the key records
+// exactly what the compile runs, and `tfmc compile --emit` prints the IR
+// of the same pipeline. It includes compiler headers: the runtime's
+// libraries other than its JIT entry do not include it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef RUNTIME_SESSION_COMPILEPIPELINE_H

@@ -12,8 +12,7 @@
 #include "compiler/Pipelines/EmitModel.h"
 #include "compiler/Pipelines/OpGraph.h"
 #include "frontends/model/Model.h"
-#include "runtime/kernels/KernelAbi.h"
-#include "runtime/kernels/KernelIsa.h"
+#include "runtime/session/CompilePipeline.h"
 
 #include "mlir/Support/Timing.h"
 
@@ -127,17 +126,17 @@ public:
     auto type = computeType.resolve(loaded->desc);
     if (!type)
       return fail(type.takeError());
-    mlir::tfm::PipelineOptions pipeline;
-    pipeline.useLibraryCalls = *library;
-    // By default what `translate` compiles on this machine.
-    pipeline.libraryMinRows = libraryMinRows > 0
-                                  ? int64_t(libraryMinRows)
-                                  : runtime::libraryKernelMinRows();
-    pipeline.attentionPrefetchLevel = runtime::packed::aheadCacheLevel();
-    pipeline.computeType = frontend::stringifyComputeType(*type).str();
-    pipeline.quantizeOutputProjection = computeType.outputProjection();
-    pipeline.halfCaches = runtime::halfKeysValues(*kv, *type);
-    pipeline.timing = timing.root();
+    // What `translate` compiles on this machine (the runtime's own
+    // pipelineFor), unless --library-min-rows says otherwise.
+    runtime::CompileOptions compile;
+    compile.useLibraryKernels = *library;
+    compile.computeType = *type;
+    compile.quantizeOutputProjection = computeType.outputProjection();
+    compile.keyValueType = *kv;
+    compile.timing = timing.root();
+    mlir::tfm::PipelineOptions pipeline = runtime::pipelineFor(compile);
+    if (libraryMinRows > 0)
+      pipeline.libraryMinRows = libraryMinRows;
     pipeline.printLocations = locations;
     std::string path = output;
     auto text = graph ? emitGraph(*loaded, pipeline, path)
