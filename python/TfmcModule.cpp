@@ -370,7 +370,12 @@ PYBIND11_MODULE(_tfmc, m) {
       .def_property_readonly(
           "target_vocabulary_size",
           [](PyTranslator &self) { return self.get().targetVocabularySize(); })
-      .def_property_readonly("encoder_only", [](PyTranslator &self) {
-        return self.get().encoderOnly();
-      });
+      .def_property_readonly(
+          "encoder_only",
+          [](PyTranslator &self) { return self.get().encoderOnly(); })
+      .def_property_readonly(
+          "configuration",
+          [](PyTranslator &self) { return self.get().configuration(); },
+          "What the compiled code computes with, e.g. 'float32 weights, "
+          "float32 keys/values, library kernels'.");
 }

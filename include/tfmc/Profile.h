@@ -60,6 +60,8 @@ struct ProfileFunction {
 struct Profile {
   /// "cpu: MODEL, ISA" and the limits measured when profiling started.
   std::string host;
+  /// What the profiled model computes with (Translator::configuration()).
+  std::string configuration;
   int threads = 1;
   double peakGflops = 0, bandwidthGBs = 0;
   /// The peak rates of bfloat16 and int8 products (the model's layers of

@@ -222,6 +222,11 @@ public:
   int64_t sourceVocabularySize() const;
   int64_t targetVocabularySize() const; // 0 for an encoder-only model
   bool encoderOnly() const;
+  /// What the compiled code computes with, in words: the weights' type,
+  /// the attention keys' and values' (models with a decoder) and the
+  /// kernels, e.g. "float32 weights, float32 keys/values, library kernels"
+  /// (LoadOptions resolved against the model file).
+  std::string configuration() const;
 
   /// Internal state (runtime/api/TranslatorImpl.h; tools/tfmc reads the
   /// session's timings through it).

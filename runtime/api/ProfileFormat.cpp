@@ -31,8 +31,10 @@ double coverage(const Profile &p) {
 
 void header(llvm::raw_ostream &os, const Profile &p, llvm::StringRef prefix) {
   os << prefix << p.host << "; " << p.threads << " thread"
-     << (p.threads == 1 ? "" : "s") << "\n"
-     << prefix
+     << (p.threads == 1 ? "" : "s") << "\n";
+  if (!p.configuration.empty())
+    os << prefix << "run: " << p.configuration << "\n";
+  os << prefix
      << llvm::formatv("limits measured at start: sgemm {0:f1} GFLOP/s, memory "
                       "read {1:f1} GB/s",
                       p.peakGflops, p.bandwidthGBs);
@@ -105,6 +107,7 @@ std::string json(const Profile &p) {
                                       {"arithmetic", r.arithmetic}});
   }
   llvm::json::Object root{{"host", p.host},
+                          {"configuration", p.configuration},
                           {"threads", p.threads},
                           {"peak_gflops", p.peakGflops},
                           {"bandwidth_gbs", p.bandwidthGBs},
@@ -198,8 +201,11 @@ std::string svg(const Profile &p) {
                                 p.wallSeconds, 100 * coverage(p))
                       .str())
      << "</text>\n<text x=\"8\" y=\"36\">"
-     << xmlEscape(llvm::formatv("{0}; sgemm {1:f1} GFLOP/s, read {2:f1} GB/s",
-                                p.host, p.peakGflops, p.bandwidthGBs)
+     << xmlEscape(llvm::formatv("{0}; {1}{2}sgemm {3:f1} GFLOP/s, read {4:f1} "
+                                "GB/s",
+                                p.host, p.configuration,
+                                p.configuration.empty() ? "" : "; ",
+                                p.peakGflops, p.bandwidthGBs)
                       .str())
      << "</text>\n<text x=\"8\" y=\"54\">blue: compiled ops (roofline "
         "fraction at the right), grey: compiled functions outside ops, "

@@ -262,7 +262,8 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   impl->session = std::move(*session);
   if (options.profile) {
     auto profiler =
-        runtime::Profiler::start(impl->session->compiled(), options.threads);
+        runtime::Profiler::start(impl->session->compiled(), options.threads,
+                                 impl->session->configuration());
     if (!profiler)
       return profiler.takeError();
     impl->profiler = std::move(*profiler);
@@ -286,6 +287,9 @@ int64_t Translator::targetVocabularySize() const {
 }
 bool Translator::encoderOnly() const {
   return state->session->model().desc.arch.encoderOnly();
+}
+std::string Translator::configuration() const {
+  return state->session->configuration();
 }
 
 TranslateOptions Translator::defaultOptions() const {

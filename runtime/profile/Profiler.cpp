@@ -10,7 +10,8 @@ using namespace tfmc;
 using namespace tfmc::runtime;
 
 llvm::Expected<std::unique_ptr<Profiler>>
-Profiler::start(const CompiledModel &model, int threads) {
+Profiler::start(const CompiledModel &model, int threads,
+                std::string configuration) {
   if (model.profiledOps().empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the model was not compiled for profiling");
@@ -41,6 +42,7 @@ Profiler::start(const CompiledModel &model, int threads) {
     p->int8Gops = threadCount * (packed::tilesRun() ? probeTileGflops(true)
                                                     : probeInt8DotGops());
   p->host = hostDescription();
+  p->configuration = std::move(configuration);
   if (!profile::attach(p->counters.get(), p->size,
                        static_cast<int64_t>(p->ops.size())))
     return llvm::createStringError(
@@ -78,6 +80,7 @@ Profile Profiler::snapshot() const {
 
   Profile out;
   out.host = host;
+  out.configuration = configuration;
   out.threads = machine.threads;
   out.peakGflops = machine.sgemmGflops;
   out.bandwidthGBs = machine.readGBs;

@@ -26,10 +26,13 @@ namespace tfmc::runtime {
 class Profiler {
 public:
   /// Attaches counters for `model` (compiled with CompileOptions::profile)
-  /// after measuring the machine with `threads`. Fails when the model is
-  /// not a profiled variant or another profiler of this process is active.
+  /// after measuring the machine with `threads`; `configuration` names
+  /// what the model computes with (Profile::configuration). Fails when the
+  /// model is not a profiled variant or another profiler of this process
+  /// is active.
   static llvm::Expected<std::unique_ptr<Profiler>>
-  start(const CompiledModel &model, int threads);
+  start(const CompiledModel &model, int threads,
+        std::string configuration = "");
   ~Profiler();
 
   /// What was counted so far.
@@ -46,7 +49,7 @@ private:
   /// Peak bfloat16 and int8 product rates (Profile::bfloat16Gflops,
   /// int8Gops); 0 when not measured.
   double bfloat16Gflops = 0, int8Gops = 0;
-  std::string host;
+  std::string host, configuration;
   uint64_t startTicks = 0;
   std::chrono::steady_clock::time_point startTime;
 };

@@ -82,6 +82,9 @@ Session::open(frontend::Model model, const SessionOptions &options) {
   compileOptions.computeType = session->computeType;
   compileOptions.quantizeOutputProjection = options.quantizeOutputProjection;
   compileOptions.keyValueType = options.keyValueType;
+  session->quantizedOutputProjection = options.quantizeOutputProjection;
+  session->halfKeysAndValues =
+      halfKeysValues(options.keyValueType, session->computeType);
   compileOptions.cacheDir = options.cacheDir;
   compileOptions.refreshCache = options.refreshCache;
   compileOptions.profile = options.profile;
@@ -139,6 +142,19 @@ Session::open(frontend::Model model, const SessionOptions &options) {
     session->prepareKernels(
         std::clamp<int64_t>(options.warmUpRows, 1, kMaxWarmUpRows));
   return std::move(session);
+}
+
+std::string Session::configuration() const {
+  std::string out = frontend::stringifyComputeType(computeType).str();
+  out += " weights";
+  if (computeType != frontend::ComputeType::Float32 &&
+      !quantizedOutputProjection)
+    out += " (output projection float32)";
+  if (!loaded.desc.arch.encoderOnly())
+    out +=
+        halfKeysAndValues ? ", float16 keys/values" : ", float32 keys/values";
+  out += libraryKernels ? ", library kernels" : ", compiled loops";
+  return out;
 }
 
 void Session::prepareKernels(int64_t rows) {

@@ -169,6 +169,13 @@ public:
   int64_t narrowSteps() const { return narrowStepCount; }
   int64_t widthSteps() const { return widthStepCount; }
 
+  /// What the compiled code computes with, for reports (--stats, tfmc
+  /// profile, serve): the weights' type, the keys' and values' (models
+  /// with a decoder), and the kernels, e.g. "float32 weights, float32
+  /// keys/values, library kernels"; "int8 weights (output projection
+  /// float32), ..." where a reduced type leaves the projection as it was.
+  std::string configuration() const;
+
   /// Runs the encoder on `sources` and returns a decoder whose slots are
   /// the rows, with KV caches for `maxSteps` positions and room for
   /// `slotsPerRow` hypotheses per row.
@@ -242,6 +249,8 @@ private:
   /// Weights as the compiled functions take them (packed, converted).
   std::unique_ptr<WeightStore> weightStore;
   frontend::ComputeType computeType = frontend::ComputeType::Float32;
+  /// Resolved from SessionOptions (configuration()).
+  bool quantizedOutputProjection = true, halfKeysAndValues = false;
   double encodeTime = 0, decodeTime = 0, stepTime = 0;
   int64_t rowSteps = 0;
   /// Whether steps on several threads run on one for now: every batch

@@ -247,6 +247,10 @@ TEST(Api, KeyValueTypeIsALoadOption) {
   load.dumpDir = dir;
   auto half = tfmc::Translator::load(model, load);
   ASSERT_TRUE(half) << half.error();
+  EXPECT_EQ((*half)->configuration().rfind(
+                "float32 weights, float16 keys/values, ", 0),
+            0u)
+      << (*half)->configuration();
   std::string fused =
       ScratchFile::readPath(std::string(dir) + "/02-fused.mlir");
   std::filesystem::remove_all(dir);

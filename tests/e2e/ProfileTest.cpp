@@ -227,6 +227,7 @@ TEST(ProfiledVariant, TheTableComesBackFromTheCompileCache) {
 TEST(ProfileFormats, EveryRowInEveryFormat) {
   Profile p;
   p.host = "cpu: test, AVX2 + FMA";
+  p.configuration = "int8 weights, float16 keys/values, library kernels";
   p.peakGflops = 100;
   p.bandwidthGBs = 10;
   p.wallSeconds = 2;
@@ -270,6 +271,8 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   EXPECT_EQ(*(*rows)[0].getAsObject()->getString("arithmetic"), "int8");
   EXPECT_EQ(*parsed->getAsObject()->getNumber("int8_peak_gops"), 500.0);
   EXPECT_EQ(*parsed->getAsObject()->getNumber("bfloat16_peak_gflops"), 0.0);
+  EXPECT_EQ(*parsed->getAsObject()->getString("configuration"),
+            p.configuration);
 
   auto csv = formatProfile(p, "csv");
   ASSERT_TRUE(static_cast<bool>(csv));
@@ -287,7 +290,10 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
                      "f32, \"quoted\" | 400.00 | 100.00 | 4.00 | 1.00 | 10% |"),
             std::string::npos)
       << *md;
-  EXPECT_NE(md->find("cpu: test"), std::string::npos);
+  EXPECT_NE(md->find("cpu: test, AVX2 + FMA; 1 thread\nrun: int8 weights, "
+                     "float16 keys/values, library kernels\nlimits"),
+            std::string::npos)
+      << *md;
   EXPECT_NE(md->find("memory read 10.0 GB/s, int8 products 500.0 GOP/s\n"),
             std::string::npos)
       << *md;
@@ -297,6 +303,10 @@ TEST(ProfileFormats, EveryRowInEveryFormat) {
   EXPECT_EQ(svg->rfind("</svg>\n"), svg->size() - 7);
   EXPECT_EQ(svg->find("<b>"), std::string::npos) << "text is escaped";
   EXPECT_NE(svg->find("&lt;b&gt;"), std::string::npos);
+  EXPECT_NE(svg->find("AVX2 + FMA; int8 weights, float16 keys/values, "
+                      "library kernels; sgemm"),
+            std::string::npos)
+      << *svg;
 
   EXPECT_FALSE(static_cast<bool>(formatProfile(p, "xml")));
 }

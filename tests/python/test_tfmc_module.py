@@ -102,6 +102,9 @@ def test_encoder_states_equal_reference():
     fixture = os.path.join(FIXTURES, "encoder-only")
     t = tfmc.Translator(os.path.join(fixture, "model.json"))
     assert t.encoder_only
+    # No keys/values to speak of without a decoder.
+    assert t.configuration in ("float32 weights, library kernels",
+                               "float32 weights, compiled loops")
     states = t.encode(read_ids(os.path.join(fixture, "src.ids")))
     expected = np.load(os.path.join(fixture, "states.npy"))
     assert states.dtype == np.float32 and states.shape == expected.shape
@@ -190,9 +193,11 @@ def test_kv_types_keep_the_translations():
     expected = read_lines(os.path.join(INPUTS, "expected.en"))
     cache = os.environ.get("TFMC_CACHE_DIR", "")
     half = tfmc.Translator(ZH_EN, kv_type="float16", cache_dir=cache)
+    assert half.configuration.startswith("float32 weights, float16 keys/values, ")
     assert half.translate(sentences, max_length=128) == expected
     assert len(half.translate(sentences, beam_size=4, max_length=128)) == len(expected)
     wide = tfmc.Translator(ZH_EN, compute_type="int8", kv_type="float32", cache_dir=cache)
+    assert wide.configuration.startswith("int8 weights, float32 keys/values, ")
     out = wide.translate(sentences, max_length=128)
     same = sum(a == b for a, b in zip(out, expected))
     assert same >= 0.9 * len(expected), (same, len(expected))

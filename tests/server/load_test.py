@@ -47,6 +47,7 @@ def start(tfmc, *extra, model=MODEL):
         line = proc.stderr.readline()
         m = re.search(r"on http://127\.0\.0\.1:(\d+)", line or "")
         if m:
+            proc.serving_line = line
             return proc, int(m.group(1))
         if proc.poll() is not None:
             sys.exit(f"load_test: tfmc serve exited: {line}{proc.stderr.read()}")
@@ -86,6 +87,9 @@ def main():
     expected = dict(zip(sentences, cli))
 
     proc, port = start(args.tfmc, "--max-batch", "32")
+    # The line names what the server computes with.
+    assert re.search(r":\d+ \(float32 weights, float32 keys/values, "
+                     r"(library kernels|compiled loops), \d+ threads?\)$", proc.serving_line), proc.serving_line
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
         assert json.loads(r.read()) == {"status": "ok"}
 
@@ -305,6 +309,7 @@ def main():
         assert stop(proc) == 0
         assert entries() == filled, ("serve compiled again", entries())
         proc, port = start(args.tfmc, "--cache-dir", cache, "--kv-type", "float16")
+        assert "float32 weights, float16 keys/values" in proc.serving_line, proc.serving_line
         status, body = post(port, {"text": ["谢谢。"]})
         assert status == 200 and len(body["translations"]) == 1, (status, body)
         assert stop(proc) == 0

@@ -131,8 +131,10 @@ public:
     int status = server::serve(
         **translator, options,
         [&](const std::string &h, int p) {
-          llvm::errs() << "tfmc: serving " << model << " on http://" << h
-                       << ":" << p << "\n";
+          llvm::errs() << "tfmc: serving " << model << " on http://" << h << ":"
+                       << p << " (" << (*translator)->configuration() << ", "
+                       << threads << " thread" << (threads == 1 ? "" : "s")
+                       << ")\n";
         },
         error);
     if (status != 0)

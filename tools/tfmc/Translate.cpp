@@ -15,6 +15,7 @@
 
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/kernels/MachineProbe.h"
 #include "runtime/session/Translator.h"
 
 #include "mlir/Support/Timing.h"
@@ -380,6 +381,10 @@ public:
           s.stepSeconds(), std::max(0.0, decode - s.stepSeconds()),
           decode > 0 ? result->generatedTokens / decode : 0.0,
           result->warnedLines, s.decodedRows());
+      llvm::errs() << "tfmc: run: " << s.configuration() << ", "
+                   << threads.given()
+                   << (threads.given() == 1 ? " thread; " : " threads; ")
+                   << runtime::hostDescription() << "\n";
       if (s.narrowSteps() > 0)
         llvm::errs() << llvm::formatv(
             "tfmc: {0} of {1} decoder steps ran on one thread of {2} (cores "
