@@ -583,6 +583,13 @@ Expected<ModelDescription> parseModelDescriptionFromString(StringRef json,
   return desc;
 }
 
+std::string needsDecoderMessage(StringRef path, StringRef what) {
+  return (path + ": " + what +
+          " needs a decoder, but this is an encoder-only model "
+          "(num_decoder_layers is 0); use 'tfmc encode'")
+      .str();
+}
+
 StringRef stringifyComputeType(ComputeType type) {
   switch (type) {
   case ComputeType::Float32:

@@ -57,6 +57,10 @@ struct Architecture {
   bool finalNorm(LayerKind kind) const;
 };
 
+/// The one-line refusal of decoder work (`what`: "translation", "forward")
+/// asked of the encoder-only model at `path`: what every entry point says.
+std::string needsDecoderMessage(llvm::StringRef path, llvm::StringRef what);
+
 /// One side (source or target) of the model. Paths are absolute (resolved
 /// against the directory of the JSON file).
 struct SideSpec {

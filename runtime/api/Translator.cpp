@@ -213,9 +213,7 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
   if (!loaded)
     return loaded.takeError();
   if (options.requireDecoder && loaded->desc.arch.encoderOnly())
-    return error(modelPath + ": translation needs a decoder, but this is an "
-                             "encoder-only model (num_decoder_layers is 0); "
-                             "use 'tfmc encode'");
+    return error(frontend::needsDecoderMessage(modelPath, "translation"));
   // The tokenizers (for text use; token ids work without them) load on a
   // thread of their own while the model compiles: from the compiled-model
   // cache, both take ~15 ms of a one-sentence run of the bundled model. A

@@ -76,9 +76,7 @@ private:
 /// The error for decoder work asked of an encoder-only model.
 inline llvm::Error noDecoder(const frontend::Model &model,
                              llvm::StringRef what) {
-  return sessionError(model.desc.jsonPath + ": " + what +
-               " needs a decoder, but this is an encoder-only model "
-               "(num_decoder_layers is 0); use 'tfmc encode'");
+  return sessionError(frontend::needsDecoderMessage(model.desc.jsonPath, what));
 }
 
 } // namespace tfmc::runtime

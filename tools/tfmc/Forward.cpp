@@ -80,9 +80,7 @@ public:
     if (!loaded)
       return fail(loaded.takeError());
     if (loaded->desc.arch.encoderOnly())
-      return fail(model + ": forward needs a decoder, but this is an "
-                          "encoder-only model (num_decoder_layers is 0); "
-                          "use 'tfmc encode'");
+      return fail(frontend::needsDecoderMessage(model, "forward"));
     auto src = readIdFile(srcFile, loaded->sourceVocab.size());
     if (!src)
       return fail(src.takeError());

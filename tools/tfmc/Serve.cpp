@@ -153,9 +153,7 @@ private:
       return fail(loaded.takeError());
     // What serve refuses at start is refused here too.
     if (loaded->desc.arch.encoderOnly())
-      return fail(model + ": translation needs a decoder, but this is an "
-                          "encoder-only model (num_decoder_layers is 0); "
-                          "use 'tfmc encode'");
+      return fail(frontend::needsDecoderMessage(model, "translation"));
     runtime::SessionOptions options;
     options.useLibraryKernels = library;
     if (!computeType.apply(options) || !kvType.apply(options))
