@@ -34,7 +34,9 @@ public:
                 cl::value_desc("IDS"), cl::Required, cl::sub(sub),
                 cl::cat(cat)),
         tgtFile(
-            "tgt", cl::desc("Target ids, one row per line, starting with bos"),
+            "tgt", cl::desc("Target ids, one row per line, each starting with the "
+                          "model's decoder start token (bos unless the "
+                          "model file says otherwise)"),
             cl::value_desc("IDS"), cl::Required, cl::sub(sub), cl::cat(cat)),
         head("output",
              cl::desc("What to write: 'logits' (default), 'log-probs' "
