@@ -202,6 +202,9 @@ public:
       return fail("--batch-tokens must not be negative");
     if (readAhead < 0)
       return fail("--read-ahead must not be negative");
+    if (stepTeams != "auto" && stepTeams != "always" && stepTeams != "never")
+      return fail("--step-teams: expected 'auto', 'always' or 'never', got '" +
+                  stepTeams + "'");
     if (splitSentences != "on" && splitSentences != "off" &&
         splitSentences != "auto")
       return fail("--split-sentences: expected on, off or auto, got '" +
@@ -305,8 +308,8 @@ public:
                   "default beam size is " +
                   std::to_string(publicOptions.beamSize) + ")");
     // Opening truncates the output files: only once every option is known
-    // good (--n-best against the model file's beam size, --step-teams at
-    // load), so that a refused command leaves existing files as they were.
+    // good (--n-best against the model file's beam size, what the load
+    // checks), so that a refused command leaves existing files as they were.
     if (profileOutput)
       if (llvm::Error e = profileOutput->open())
         return fail(std::move(e));
