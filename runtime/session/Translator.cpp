@@ -92,6 +92,20 @@ struct WindowLine {
   bool done() const { return undonePieces == 0; }
 };
 
+/// Replaces the line breaks (LF, CR) in a translation with spaces, so that
+/// it stays one output line: a target SentencePiece model with byte
+/// fallback can decode the pieces <0x0A> and <0x0D> to them. Returns how
+/// many were replaced.
+int64_t keepOnOneLine(std::string &text) {
+  int64_t replaced = 0;
+  for (char &c : text)
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+      ++replaced;
+    }
+  return replaced;
+}
+
 /// A piece waiting for the model, and the line it belongs to.
 struct PieceRef {
   WindowLine *line;
@@ -161,6 +175,19 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       warn(llvm::formatv("warning: input line {0}: {1}\n", w.index + 1,
                          kScoreNotANumber));
   };
+  // Translations as output lines: a line break in one is said once per
+  // input line.
+  auto renderLine = [&](llvm::ArrayRef<int32_t> ids, const Piece &source,
+                        const WindowLine &w, bool &warned) {
+    std::string text = render(ids, source);
+    if (keepOnOneLine(text) > 0 && !warned) {
+      warn(llvm::formatv("warning: input line {0}: the translation holds a "
+                         "line break; written as a space\n",
+                         w.index + 1));
+      warned = true;
+    }
+    return text;
+  };
   auto writeReady = [&]() {
     bool wrote = false;
     while (!window.empty() && window.front().done()) {
@@ -176,11 +203,12 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       } else if (!options.scores) {
         std::vector<std::string> texts;
         searchWarnings(w);
+        bool warned = false;
         for (const Piece &p : w.pieces) {
           const std::vector<int32_t> &ids =
               p.nbest.empty() ? std::vector<int32_t>() : p.nbest.front().ids;
           stats.generatedTokens += static_cast<int64_t>(ids.size());
-          texts.push_back(render(ids, p));
+          texts.push_back(renderLine(ids, p, w, warned));
         }
         out << (w.sentences.empty() ? texts.front()
                                     : joinTranslations(texts, w.sentences))
@@ -188,10 +216,11 @@ llvm::Expected<TranslateStats> tfmc::runtime::translateStream(
       } else {
         const Piece &p = w.pieces.front();
         searchWarnings(w);
+        bool warned = false;
         for (int64_t k = 0; k < options.nBest && k < int64_t(p.nbest.size());
              ++k) {
-          out << w.index << " ||| " << render(p.nbest[k].ids, p) << " ||| "
-              << llvm::formatv("{0:f6}", p.nbest[k].score) << "\n";
+          out << w.index << " ||| " << renderLine(p.nbest[k].ids, p, w, warned)
+              << " ||| " << llvm::formatv("{0:f6}", p.nbest[k].score) << "\n";
           stats.generatedTokens += static_cast<int64_t>(p.nbest[k].ids.size());
         }
       }

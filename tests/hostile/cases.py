@@ -16,6 +16,7 @@ import struct
 from hostile import (Case, DELETE, base, copy, edit_bytes, lines_out, mkdir,
                      model_error, nested, ok, option_error, remove, replace,
                      set_field, st_convert, st_header, st_header_text, st_int8,
+                     byte_fallback_target,
                      st_length, st_tensor, truncate, vocab_lines, write,
                      zhen)
 
@@ -723,6 +724,21 @@ case("spm-text-1mb-line", "SentencePiece",
 case("spm-text-many-sentences", "SentencePiece",
      [zhen(), text("谢谢。", "我们明天去公园吧。" * 2000, "你好")], TRANSLATE,
      lines_out(3, nonempty_lines=[1, 2, 3]))
+# A target SentencePiece model with byte fallback decodes <0x0A> and <0x0D>
+# to a line feed and a carriage return: each output line stays one line
+# (the breaks written as spaces, said once per input line), the 1-best and
+# the n-best lists alike.
+case("spm-output-line-breaks", "SentencePiece",
+     [base(), byte_fallback_target("<0x0A>"), text("s4 s5 s6", "s7", "s8 s9 s10")],
+     translate("--beam-size", "1", "--max-length", "4"),
+     lines_out(3, input_warnings=3, nonempty_lines=[1, 2, 3],
+               stderr_has=["warning: input line 2: the translation holds a line break; "
+                           "written as a space"]))
+case("spm-output-carriage-returns-nbest", "SentencePiece",
+     [base(), byte_fallback_target("<0x0D>", "<0x0A>"), text("s4 s5 s6", "s7")],
+     translate("--beam-size", "2", "--n-best", "2", "--max-length", "4"),
+     lines_out(4, input_warnings=2, nonempty_lines=[1, 2, 3, 4],
+               stderr_has=["warning: input line 1: the translation holds a line break"]))
 case("spm-text-separators", "SentencePiece",
      [zhen(), text("你\r好", "谢\u2028谢", "我\u0085们", "明\x0b天\x0c", "\u2029")], TRANSLATE,
      lines_out(5, nonempty_lines=[1, 2, 3, 4]),

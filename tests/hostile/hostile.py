@@ -142,6 +142,64 @@ def zhen(spm=True):
     return step
 
 
+def byte_fallback_target(*spikes):
+    """The small fixture with a SentencePiece target side whose model has
+    byte fallback (trained here, ~300 pieces): the target vocabulary, the
+    decoder embedding and the output projection resized to its pieces. The
+    projection's weights are zero and its bias favours the pieces `spikes`
+    (e.g. "<0x0A>", most favoured first), so every step picks the first:
+    a model that writes raw bytes such as a line feed."""
+    def step(ctx):
+        import io
+        import random
+
+        import sentencepiece as spm
+        rng = random.Random(1)
+        words = ("the a cat dog runs sleeps park tea likes we go tomorrow "
+                 "very tired morning every he she it").split()
+        lines = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(300)]
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines), model_writer=model, vocab_size=300,
+            byte_fallback=True, hard_vocab_limit=False, model_type="bpe",
+            pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="<pad>",
+            bos_piece="<s>", eos_piece="</s>", unk_piece="<unk>", minloglevel=2)
+        ctx.path("tgt.spm").write_bytes(model.getvalue())
+        proc = spm.SentencePieceProcessor(model_proto=model.getvalue())
+        n = proc.get_piece_size()
+        ctx.path("tgt.vocab").write_text(
+            "".join(proc.id_to_piece(i) + "\n" for i in range(n)), encoding="utf-8")
+        desc = json.loads(ctx.path("model.json").read_text())
+        desc["target"] = {"vocab": "tgt.vocab", "tokenizer": "sentencepiece",
+                          "model": "tgt.spm"}
+        write_json(ctx.path("model.json"), desc)
+        header, data = st_split(ctx.path(WEIGHTS).read_bytes())
+        d = header["linear.weight"]["shape"][1]
+        bias = [0.0] * n
+        for rank, piece in enumerate(spikes):
+            bias[proc.piece_to_id(piece)] = 10.0 - rank
+        out, new = bytearray(), {}
+        for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]
+                              if kv[0] != "__metadata__" else -1):
+            if name == "__metadata__":
+                new[name] = t
+                continue
+            if name in ("decoder_embedding.weight", "linear.weight"):
+                raw, shape = struct.pack(f"<{n * d}f", *([0.01] * (n * d))), [n, d]
+                if name == "linear.weight":
+                    raw = bytes(4 * n * d)
+            elif name == "linear.bias":
+                raw, shape = struct.pack(f"<{n}f", *bias), [n]
+            else:
+                begin, end = t["data_offsets"]
+                raw, shape = data[begin:end], t["shape"]
+            new[name] = {"dtype": "F32", "shape": shape,
+                         "data_offsets": [len(out), len(out) + len(raw)]}
+            out += raw
+        ctx.path(WEIGHTS).write_bytes(st_join(new, bytes(out)))
+    return step
+
+
 def shared_files(corpus):
     shared = Path(corpus) / "_shared"
     shared.mkdir(parents=True, exist_ok=True)
