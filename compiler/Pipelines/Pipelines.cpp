@@ -137,17 +137,28 @@ void mlir::tfm::registerPipelineDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
+std::string mlir::tfm::dumpFileName(Stage stage, llvm::StringRef extension) {
+  int number = static_cast<int>(stage) + 1;
+  return (number < 10 ? "0" : "") + std::to_string(number) + "-" +
+         stageName(stage).str() + "." + extension.str();
+}
+
+std::vector<std::string> mlir::tfm::dumpFileNames() {
+  return {
+      dumpFileName(Stage::Tfm, "mlir"),   dumpFileName(Stage::Fused, "mlir"),
+      dumpFileName(Stage::Fused, "dot"),  dumpFileName(Stage::Fused, "svg"),
+      dumpFileName(Stage::Loops, "mlir"), dumpFileName(Stage::LLVM, "mlir"),
+      dumpFileName(Stage::LLVMIR, "ll"),  dumpFileName(Stage::Asm, "s")};
+}
+
 llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
                                  llvm::StringRef extension,
                                  llvm::StringRef text) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
     return llvm::createStringError(ec, "cannot create directory '%s': %s",
                                    dumpDir.str().c_str(), ec.message().c_str());
-  int number = static_cast<int>(stage) + 1;
-  std::string name = (number < 10 ? "0" : "") + std::to_string(number) + "-" +
-                     stageName(stage).str() + "." + extension.str();
   llvm::SmallString<256> path(dumpDir);
-  llvm::sys::path::append(path, name);
+  llvm::sys::path::append(path, dumpFileName(stage, extension));
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)

@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tfm {
 
@@ -89,6 +90,12 @@ llvm::Error lowerToStage(ModuleOp module, Stage from, Stage to,
 /// reads back with its names).
 void printModule(ModuleOp module, llvm::raw_ostream &os,
                  const PipelineOptions &options);
+
+/// The name dumpStage() gives `stage`'s file: NN-<stage>.<ext>.
+std::string dumpFileName(Stage stage, llvm::StringRef extension);
+/// Every file a dump directory may get: the stages' and the fused graph's
+/// (02-fused.dot, 02-fused.svg).
+std::vector<std::string> dumpFileNames();
 
 /// Writes `module` (or any text) to DIR/NN-<stage>.<ext>.
 llvm::Error dumpStage(llvm::StringRef dumpDir, Stage stage,

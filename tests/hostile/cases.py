@@ -979,6 +979,24 @@ case("opt-output-is-weights-kept", OP, [base(), ONE_LINE],
       " -o {case}/model.safetensors; {tfmc} translate {case}/model.json --cache-dir {cache}"
       " -i {case}/input.txt"],
      {"exit": 0, "stdout_lines": 1}, note="the refused run leaves the model usable")
+# --dump-ir DIR writes 01-tfm.mlir ... 06-asm.s there: none may be a file
+# the run reads (until 2026-12-07 the weights or the input were overwritten).
+case("dump-ir-file-is-weights", OP,
+     [base(), ONE_LINE, copy(ST, "04-llvm.mlir"), set_field(["weights"], "04-llvm.mlir")],
+     translate("--dump-ir", "{case}"),
+     option_error("04-llvm.mlir", "the model's weights", "--dump-ir", "would destroy it"))
+case("dump-ir-file-is-input", OP, [base(), ONE_LINE, copy("input.txt", "01-tfm.mlir")],
+     ["{tfmc}", "translate", MODEL, "-i", "{case}/01-tfm.mlir", "--dump-ir", "{case}"] + CACHE,
+     option_error("01-tfm.mlir", "the input file", "--dump-ir"))
+case("dump-ir-file-is-description-compile", OP,
+     [base(), copy("model.json", "02-fused.dot")],
+     ["{tfmc}", "compile", "{case}/02-fused.dot", "--dump-ir", "{case}", "-o", "{case}/out.mlir"],
+     option_error("02-fused.dot", "the model description", "--dump-ir"))
+case("dump-ir-file-is-source-encode", OP,
+     [base(), write("05-llvmir.ll", "4 5 6\n")],
+     ["{tfmc}", "encode", MODEL, "--src", "{case}/05-llvmir.ll", "-o", "{case}/out.npy",
+      "--dump-ir", "{case}"] + CACHE,
+     option_error("05-llvmir.ll", "the source file (--src)", "--dump-ir"))
 PROFILE = ["{tfmc}", "profile", MODEL, "-i", "{case}/input.txt"] + CACHE
 case("profile-output-is-input", OP, [base(), ONE_LINE],
      PROFILE + ["--profile-output", "{case}/input.txt"],

@@ -116,6 +116,8 @@ public:
     files.noteModel(model);
     if (llvm::Error e = files.checkOutput(output, "the output (-o)"))
       return fail(std::move(e));
+    if (llvm::Error e = files.checkDumpDirectory(dumpIR))
+      return fail(std::move(e));
     // --cache-only fills the weight cache too, as translate would.
     auto loaded =
         loadModelTimed(model, timing, cacheOnly ? cache.directory() : "");

@@ -54,6 +54,8 @@ public:
     FileRoles files;
     files.noteModel(model);
     files.noteRead(srcFile, "the source file (--src)");
+    if (llvm::Error e = files.checkDumpDirectory(dumpIR))
+      return fail(std::move(e));
     if (llvm::Error e = files.checkOutput(output, "the states (-o)"))
       return fail(std::move(e));
     auto library = kernels.useLibrary();

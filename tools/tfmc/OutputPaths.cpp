@@ -11,6 +11,7 @@
 #include "tools/tfmc/OutputPaths.h"
 #include "tools/tfmc/Command.h"
 
+#include "compiler/Pipelines/Pipelines.h"
 #include "frontends/model/ModelDescription.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -102,6 +103,18 @@ llvm::Error FileRoles::checkOutput(llvm::StringRef path,
     if (!e.name.empty() && e.name == name)
       return refuse(e.role);
   entries.push_back({0, 0, name, role});
+  return llvm::Error::success();
+}
+
+llvm::Error FileRoles::checkDumpDirectory(llvm::StringRef dir) {
+  if (dir.empty())
+    return llvm::Error::success();
+  for (const std::string &name : mlir::tfm::dumpFileNames()) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    if (llvm::Error e = checkOutput(path, "--dump-ir " + dir.str()))
+      return e;
+  }
   return llvm::Error::success();
 }
 

@@ -40,6 +40,9 @@ public:
   /// The same for an output already open as `fd` (standard output
   /// redirected to a file: `-i F >> F`).
   llvm::Error checkOutputFd(int fd, llvm::StringRef option);
+  /// checkOutput() for every file `--dump-ir DIR` may write (empty `dir`:
+  /// no dump).
+  llvm::Error checkDumpDirectory(llvm::StringRef dir);
 
 private:
   struct Entry {

@@ -230,6 +230,8 @@ public:
     FileRoles files;
     files.noteReadFd(inputFd, "the input file");
     files.noteModel(model);
+    if (llvm::Error e = files.checkDumpDirectory(dumpIR))
+      return fail(std::move(e));
     llvm::Error clash =
         output.empty() || output == "-"
             ? files.checkOutputFd(1, "standard output (the translations)")
