@@ -10,6 +10,7 @@
 #include "runtime/server/TranslationServer.h"
 #include "runtime/api/TranslatorImpl.h"
 #include "runtime/decoding/RepetitionGuards.h"
+#include "runtime/server/PeerConnection.h"
 #include "runtime/server/StopSignals.h"
 
 #include <httplib.h>
@@ -65,6 +66,16 @@ public:
     worker.join();
   }
 
+  /// Ends the batch windows from now on: what is queued is translated at
+  /// once (the server is stopping and answers what it has).
+  void drain() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      draining = true;
+    }
+    wake.notify_all();
+  }
+
   /// Queues a job; false when the queue is full.
   bool submit(std::shared_ptr<Job> job) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -87,7 +98,8 @@ private:
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::milliseconds(options.batchWindowMs);
       wake.wait_until(lock, deadline, [&] {
-        return stopping || queuedSentences >= size_t(options.maxBatch);
+        return stopping || draining ||
+               queuedSentences >= size_t(options.maxBatch);
       });
       std::vector<std::shared_ptr<Job>> batch;
       std::vector<std::string> texts;
@@ -134,7 +146,7 @@ private:
   std::condition_variable wake;
   std::deque<std::shared_ptr<Job>> jobs;
   size_t queuedSentences = 0;
-  bool stopping = false;
+  bool stopping = false, draining = false;
   std::thread worker;
 };
 
@@ -221,6 +233,11 @@ std::string readOptions(const json &body, TranslateOptions &o) {
 int serve(Translator &translator, const ServerOptions &options,
           const std::function<void(const std::string &, int)> &listening,
           std::string &error) {
+  if (options.batchWindowMs < 0 || options.batchWindowMs > kMaxBatchWindowMs) {
+    error = "the batch window must be 0 to " +
+            std::to_string(kMaxBatchWindowMs) + " ms";
+    return 1;
+  }
   // SIGINT/SIGTERM stop the server (StopSignals.h).
   StopSignals stopSignals;
   if (!stopSignals.install()) {
@@ -240,6 +257,34 @@ int serve(Translator &translator, const ServerOptions &options,
   http.new_task_queue = [httpThreads] {
     return new httplib::ThreadPool(static_cast<size_t>(httpThreads));
   };
+  // A request whose body length is ambiguous — two Content-Length headers,
+  // or one beside Transfer-Encoding — is refused before its body is read,
+  // and its connection ended once the answer is written: httplib would
+  // take the first length, and what a proxy in front took for the body (by
+  // another length) would be read here as a request of its own (request
+  // smuggling). httplib keeps the connection open whatever the response
+  // says, so the logger (called after the response is written) ends it
+  // (PeerConnection.h).
+  auto ambiguousLength = [](const httplib::Request &req) {
+    size_t lengths = req.get_header_value_count("Content-Length");
+    return lengths > 1 || (lengths == 1 && req.has_header("Transfer-Encoding"));
+  };
+  int localPort = 0;
+  http.set_logger([&](const httplib::Request &req, const httplib::Response &) {
+    if (ambiguousLength(req))
+      endConnection(req.remote_addr, req.remote_port, localPort);
+  });
+  http.set_pre_routing_handler(
+      [&](const httplib::Request &req, httplib::Response &res) {
+        if (ambiguousLength(req)) {
+          res.set_header("Connection", "close");
+          replyError(res, 400,
+                     "the body's length is ambiguous (Content-Length given "
+                     "twice, or with Transfer-Encoding)");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
   });
@@ -253,6 +298,7 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Put("/v1/translate", postOnly);
   http.Delete("/v1/translate", postOnly);
   http.Patch("/v1/translate", postOnly);
+  http.Options("/v1/translate", postOnly);
   // The body is read through a content reader: httplib's own reading
   // would cap a body sent as application/x-www-form-urlencoded (what
   // `curl -d` and urllib send by default) at 8 KiB instead of
@@ -425,6 +471,7 @@ int serve(Translator &translator, const ServerOptions &options,
   }
   if (listener != INVALID_SOCKET)
     ::listen(listener, SOMAXCONN);
+  localPort = port;
   // httplib's stop() does nothing until listen_after_bind() has begun (it
   // marks the server running there): a signal that came right after
   // `listening` was lost, and the server ran on (a fresh machine's load
@@ -434,6 +481,8 @@ int serve(Translator &translator, const ServerOptions &options,
   std::thread stopper([&] {
     if (!stopSignals.wait())
       return;
+    // Requests waiting in a batch window are answered now, not after it.
+    batcher.drain();
     while (!ended.load()) {
       http.stop();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -18,6 +18,9 @@
 
 namespace tfmc::server {
 
+/// The longest batch window: a request waits at most this long for others.
+inline constexpr int kMaxBatchWindowMs = 10000;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   /// 0: any free port (printed when listening).
@@ -26,7 +29,8 @@ struct ServerOptions {
   int maxBatch = 32;
   /// Sentences waiting to be translated at most; beyond, 503.
   int maxQueue = 256;
-  /// How long the batcher waits for more requests to join a batch.
+  /// How long the batcher waits for more requests to join a batch (0 to
+  /// kMaxBatchWindowMs; a stop ends the wait at once).
   int batchWindowMs = 5;
   /// Largest request body (bytes) and sentences per request; beyond, 413.
   size_t maxRequestBytes = 1 << 20;

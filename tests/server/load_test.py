@@ -277,6 +277,52 @@ def main():
         assert got.count(b"HTTP/1.1 ") == 1 and (b" 413 " in got or b" 415 " in got), got[:300]
         assert b'"status":"ok"' not in got, got[:300]
 
+    # A body whose length is ambiguous (two Content-Lengths, or one beside
+    # Transfer-Encoding) is refused and its connection ended: the request
+    # behind it (as a proxy taking the other length would send it) is never
+    # read. httplib took the first length and answered both (2026-12-07).
+    inner = b'{"text": ["zzz"]}'
+    hidden = (b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(inner) + inner)
+    for lengths in [b"Content-Length: 0\r\nContent-Length: %d" % len(hidden),
+                    b"Content-Length: 3\r\nContent-Length: %d" % (len(hidden) + 3),
+                    b"Content-Length: %d\r\nTransfer-Encoding: chunked" % len(hidden)]:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + lengths + b"\r\n\r\n")
+        time.sleep(0.2)
+        try:
+            s.sendall((b"[1]" if b"Length: 3" in lengths else b"") + hidden)
+        except OSError:
+            pass  # the server may have closed already
+        s.settimeout(3)
+        got = b""
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        except (socket.timeout, ConnectionResetError):
+            pass
+        s.close()
+        assert got.count(b"HTTP/1.1 ") <= 1 and b"zzz" not in got and b" 200 " not in got, got[:400]
+    # OPTIONS is told the endpoint takes POST (405), as GET, PUT, ... are.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("OPTIONS", "/v1/translate")
+    r = conn.getresponse()
+    assert r.status == 405 and r.getheader("Allow") == "POST", (r.status, r.read())
+    r.read()
+    # A kept-alive connection still serves request after request.
+    conn.request("POST", "/v1/translate", body=json.dumps({"text": ["谢谢。"]}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    assert r.status == 200, r.read()
+    r.read()
+    conn.request("GET", "/health")
+    assert conn.getresponse().status == 200
+    conn.close()
+
     # Idle connections (open, their request headers unfinished) hold a
     # thread each: a dozen of them must not stall /health (httplib's own
     # pool of 8 threads did, for seconds).
@@ -320,6 +366,27 @@ def main():
             proc, port = start(args.tfmc, "--cache-dir", cache)
             assert stop(proc) == 0
     print("load_test: serve --cache-only fills what serve loads ok")
+
+    # A stop ends the batch window: a request waiting in a 10 s window is
+    # answered at once and the server exits (it waited out the window, and
+    # an unbounded --batch-window-ms let requests hang for days).
+    proc, port = start(args.tfmc, "--batch-window-ms", "10000")
+    answer = {}
+    waiting = threading.Thread(target=lambda: answer.update(
+        zip(("status", "body"), post(port, {"text": ["谢谢。"]}))))
+    waiting.start()
+    time.sleep(1.0)
+    began = time.time()
+    assert stop(proc) == 0
+    waiting.join(timeout=30)
+    took = time.time() - began
+    assert answer.get("status") == 200 and len(answer["body"]["translations"]) == 1, answer
+    assert took < 5, f"serve took {took:.1f} s to stop with a request in its batch window"
+    refused = subprocess.run([args.tfmc, "serve", MODEL, "--batch-window-ms", "10001"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and refused.stderr.startswith(
+        "error: --batch-window-ms must be between 0 and 10000"), refused.stderr
+    print(f"load_test: a stop answers the batch window at once ok ({took:.2f} s)")
 
 
 if __name__ == "__main__":

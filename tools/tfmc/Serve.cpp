@@ -94,6 +94,9 @@ public:
       return fail("--max-batch, --max-queue, --max-request-bytes, "
                   "--max-sentences and --threads must be positive; "
                   "--batch-window-ms not negative");
+    if (batchWindow > server::kMaxBatchWindowMs)
+      return fail("--batch-window-ms must be between 0 and " +
+                  std::to_string(server::kMaxBatchWindowMs));
     if (httpThreads < 1 || httpThreads > kMaxHttpThreads)
       return fail("--http-threads must be between 1 and " +
                   std::to_string(kMaxHttpThreads));
