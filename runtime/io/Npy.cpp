@@ -48,8 +48,12 @@ llvm::Error tfmc::runtime::writeNpy(llvm::StringRef path,
   os.write(reinterpret_cast<const char *>(values.data()),
            values.size() * sizeof(float));
   os.close();
-  if (os.has_error())
-    return error(path, "write failed");
+  if (os.has_error()) {
+    // Cleared: a stream destroyed with its error set is a fatal error.
+    std::string message = os.error().message();
+    os.clear_error();
+    return error(path, "cannot write: " + message);
+  }
   return llvm::Error::success();
 }
 

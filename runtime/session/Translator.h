@@ -33,7 +33,8 @@ inline constexpr llvm::StringLiteral kNoHypothesis =
 /// where the logit it chose is not finite). Said as a warning.
 inline constexpr llvm::StringLiteral kScoreNotANumber =
     "the model's outputs are not numbers (NaN or infinite logits: its "
-    "arithmetic overflowed float32, weights or activations too large), so "
+    "arithmetic overflowed float32, or float16 where keys and values are "
+    "stored as halves (--kv-type); weights or activations too large), so "
     "the translation is not to be trusted";
 
 /// Whether a score of `nbest` is NaN (the case kScoreNotANumber describes).

@@ -1040,6 +1040,28 @@ case("quantize-into-vocabulary-directory", OP,
           "itself (which would empty it)")
 case("opt-output-full-device", OP, [base(), ONE_LINE], translate("-o", "/dev/full"),
      option_error("/dev/full", "cannot write"))
+# Every command's output on a full device: one error line, a non-zero exit
+# (encode/forward died of "LLVM ERROR", score, quantize and compile
+# --cache-only said nothing and exited 0 until 2026-12-07).
+for name, cmd, subs in [
+    ("encode-output-full-device",
+     ["{tfmc}", "encode", MODEL, "--src", "{case}/src.ids", "-o", "/dev/full"] + CACHE,
+     ["/dev/full", "cannot write"]),
+    ("forward-output-full-device",
+     ["{tfmc}", "forward", MODEL, "--src", "{case}/src.ids", "--tgt", "{case}/tgt.ids",
+      "-o", "/dev/full"] + CACHE, ["/dev/full", "cannot write"]),
+    ("score-stdout-full-device",
+     ["sh", "-c", "{tfmc} score --hyp {case}/src.ids --ref {case}/src.ids > /dev/full"],
+     ["standard output", "cannot write"]),
+    ("quantize-stdout-full-device",
+     ["sh", "-c", "{tfmc} quantize {case}/model.json -o {case}/q8 > /dev/full"],
+     ["standard output", "cannot write"]),
+    ("compile-cache-only-stdout-full-device",
+     ["sh", "-c", "{tfmc} compile {case}/model.json --cache-only --cache-dir {cache} > /dev/full"],
+     ["standard output", "cannot write"]),
+]:
+    case(name, OP, [base(), write("src.ids", "4 5\n6\n"), write("tgt.ids", "1 4\n1 5\n")],
+         cmd, option_error(*subs))
 case("in-line-over-256k-bytes-cut", IN,
      [base(), text("s4 s5", "s6 " * 200000, "s7")], TRANSLATE,
      lines_out(3, nonempty_lines=[1, 2, 3],
@@ -1065,6 +1087,19 @@ for name, src, tgt, subs in [
 ]:
     case(name, "forward", [base(), write("src.ids", src), write("tgt.ids", tgt.encode("latin-1"))],
          FWD, {"exit": "nonzero", "one_error": True, "error_has": subs})
+
+# Weights so large that the arithmetic overflows: forward and encode write
+# what came out, with one warning (as translate warns of such lines).
+HUGE = [lambda v: [max(min(x * 1e38, 3.4e38), -3.4e38) for x in v]]
+case("fwd-outputs-not-numbers", "forward",
+     [base(), write("src.ids", "4 5\n6\n"), write("tgt.ids", "1 4\n1 5\n"),
+      st_tensor("decoder_layers.0.feed_forward.linear1.weight", HUGE[0])],
+     FWD, ok(stderr_has=["warning: ", "of the logits are not numbers"]))
+case("encode-outputs-not-numbers", "forward",
+     [base(), write("src.ids", "4 5\n6\n"),
+      st_tensor("encoder_layers.1.feed_forward.linear1.weight", HUGE[0])],
+     ["{tfmc}", "encode", MODEL, "--src", "{case}/src.ids", "-o", "{case}/out.npy"] + CACHE,
+     ok(stderr_has=["warning: ", "of the encoder states are not numbers"]))
 
 SCORE = ["{tfmc}", "score", "--hyp", "{case}/hyp.txt", "--ref", "{case}/ref.txt"]
 for name, hyp, ref, subs in [

@@ -224,6 +224,11 @@ openOutput(llvm::StringRef path);
 /// full disk) as one error, instead of the stream's own report at exit.
 llvm::Error finishOutput(llvm::raw_fd_ostream &os, llvm::StringRef path);
 
+/// One `warning:` line when `values` (what a command writes: "the
+/// logits", "the encoder states") hold NaN or infinite numbers, as
+/// translate warns of such a line: the model's arithmetic overflowed.
+void warnIfNotNumbers(llvm::ArrayRef<float> values, llvm::StringRef what);
+
 } // namespace tfmc::driver
 
 #endif // TOOLS_TFMC_COMMAND_H

@@ -11,7 +11,9 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/StringSaver.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -144,8 +146,21 @@ int dispatch(int argc, char **argv,
       // left is freeing its memory and LLVM's and MLIR's static state,
       // which the process exit does at once (~7 ms of a one-sentence
       // translate).
+      // What went to standard output must have been written (`tfmc score
+      // > /dev/full` said nothing and exited 0).
       llvm::outs().flush();
+      if (llvm::outs().has_error()) {
+        std::error_code ec = llvm::outs().error();
+        llvm::outs().clear_error();
+        if (ec != std::errc::broken_pipe)
+          status = fail("standard output: cannot write: " + ec.message());
+        else if (status == 0)
+          status = 74; // EX_IOERR, as a reader that closed the pipe gives
+      }
       llvm::errs().flush();
+      if (std::fflush(stdout) != 0 && status == 0)
+        status = fail(std::string("standard output: cannot write: ") +
+                      std::strerror(errno));
       std::fflush(nullptr);
       llvm::sys::Process::Exit(status, /*NoCleanup=*/true);
     }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -299,6 +300,18 @@ openOutput(llvm::StringRef path) {
     return llvm::createStringError(ec, "%s: cannot write file: %s",
                                    path.str().c_str(), ec.message().c_str());
   return std::move(os);
+}
+
+void warnIfNotNumbers(llvm::ArrayRef<float> values, llvm::StringRef what) {
+  size_t bad =
+      llvm::count_if(values, [](float v) { return !std::isfinite(v); });
+  if (bad == 0)
+    return;
+  llvm::errs() << llvm::formatv(
+      "warning: {0} of {1} values of {2} are not numbers (NaN or infinite: "
+      "the model's arithmetic overflowed float32, weights or activations too "
+      "large); they are not to be trusted\n",
+      bad, values.size(), what);
 }
 
 llvm::Error finishOutput(llvm::raw_fd_ostream &os, llvm::StringRef path) {

@@ -95,6 +95,7 @@ public:
     auto states = (*session)->encode(*src);
     if (!states)
       return fail(states.takeError());
+    warnIfNotNumbers(states->values, "the encoder states");
     if (llvm::Error e = runtime::writeNpy(
             output, {states->batch, states->length, states->dModel},
             states->values))

@@ -121,6 +121,11 @@ public:
     auto logits = (*session)->forward(*src, *tgt, kind);
     if (!logits)
       return fail(logits.takeError());
+    warnIfNotNumbers(logits->values, kind == runtime::LogitsOutput::Logits
+                                         ? "the logits"
+                                     : kind == runtime::LogitsOutput::Probs
+                                         ? "the probabilities"
+                                         : "the log-probabilities");
     if (llvm::Error e = runtime::writeNpy(
             output, {logits->batch, logits->steps, logits->vocab},
             logits->values))
