@@ -117,6 +117,9 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
     return error("max length must be at least 1");
   if (o.minLength < 0)
     return error("min length must not be negative");
+  if (o.minLength > o.maxLength)
+    return error("min length must not exceed max length (" +
+                 std::to_string(o.maxLength) + ")");
   if (o.beamSize < 1 || o.beamSize > kMaxBeamSize)
     return error("beam size must be between 1 and " +
                  std::to_string(kMaxBeamSize));

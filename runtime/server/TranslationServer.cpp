@@ -214,6 +214,9 @@ std::string readOptions(const json &body, TranslateOptions &o) {
     return "field 'max_length': expected 1 to 1024";
   if (o.minLength < 0)
     return "field 'min_length': expected 0 or more";
+  if (o.minLength > o.maxLength)
+    return "field 'min_length': expected at most max_length (" +
+           std::to_string(o.maxLength) + ")";
   if (!(o.lengthPenalty >= 0) || !std::isfinite(o.lengthPenalty))
     return "field 'length_penalty': expected a finite number, 0 or more";
   if (!(o.maxLengthFactor >= 0) || !std::isfinite(o.maxLengthFactor))

@@ -926,6 +926,8 @@ for name, extra, subs in [
     ("opt-threads-100000", ["--threads", "100000"], ["--threads", "256"]),
     ("opt-beam-size-1000000", ["--beam-size", "1000000"], ["--beam-size", "256"]),
     ("opt-n-best-0", ["--n-best", "0"], ["--n-best"]),
+    ("opt-min-length-over-max-length", ["--min-length", "100", "--max-length", "5"],
+     ["--min-length", "--max-length (5)"]),
     ("opt-length-penalty-inf", ["--length-penalty", "inf"], ["--length-penalty", "finite"]),
     ("opt-length-penalty-nan", ["--length-penalty", "nan"], ["--length-penalty", "finite"]),
     ("opt-repetition-penalty-subnormal", ["--repetition-penalty", "1e-40"],

@@ -96,6 +96,8 @@ def test_ids_equal_fixture():
     assert t.translate_ids(src, max_length=20, max_length_factor=0) == expected
     with pytest.raises(ValueError, match="outside the source vocabulary"):
         t.translate_ids([[5], [10**6]])
+    with pytest.raises(RuntimeError, match=r"min length must not exceed max length \(20\)"):
+        t.translate_ids(src, min_length=21, max_length=20)
 
 
 def test_encoder_states_equal_reference():

@@ -141,6 +141,8 @@ def main():
                          ("no_repeat_ngram_size", -1), ("repetition_penalty", 0)]:
         status, body = post(port, {"text": ["a"], field: value})
         assert status == 400 and f"field '{field}'" in body["error"], (field, status, body)
+    status, body = post(port, {"text": ["a"], "min_length": 10, "max_length": 5})
+    assert status == 400 and "field 'min_length'" in body["error"], (status, body)
     status, body = post(port, {"text": ["a"], "bogus": 1})
     assert status == 400 and "bogus" in body["error"], body
     status, body = post(port, {"text": ["谢谢。"] * 300})

@@ -176,6 +176,9 @@ public:
       return fail("--max-length must be at least 1");
     if (minLength < 0)
       return fail("--min-length must not be negative");
+    if (minLength > maxLength)
+      return fail("--min-length must not exceed --max-length (" +
+                  std::to_string(maxLength) + ")");
     if (!(maxLengthFactor >= 0.0) || !std::isfinite(maxLengthFactor))
       return fail("--max-length-factor must be a non-negative number");
     if (maxLengthOffset < 0)
