@@ -95,12 +95,16 @@ def convert(argv, capsys=None):
     return rc, out, err
 
 
-def convert_cli(argv):
-    """tfmc-convert as a command (python3 -m tfmc.convert): CompletedProcess."""
+def convert_cli(argv, timeout=None):
+    """tfmc-convert as a command (python3 -m tfmc.convert): CompletedProcess.
+    `timeout` (seconds): a command still running then fails the test."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "tfmc.convert"] + [str(a) for a in argv],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+    try:
+        return subprocess.run([sys.executable, "-m", "tfmc.convert"] + [str(a) for a in argv],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"tfmc-convert {' '.join(map(str, argv))} still ran after {timeout} s")
 
 
 def _post_edit(ckpt_path, how):

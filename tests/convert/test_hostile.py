@@ -8,6 +8,8 @@ cases and a few others run the command line (python3 -m tfmc.convert)."""
 import json
 import os
 import shutil
+import struct
+import zipfile
 
 import pytest
 import torch
@@ -26,9 +28,9 @@ def _capture(capsys):
     CAPSYS = None
 
 
-def expect_error(argv, *subs, cli=False):
-    if cli:
-        r = convert_cli(argv)
+def expect_error(argv, *subs, cli=False, timeout=None):
+    if cli or timeout:
+        r = convert_cli(argv, timeout=timeout)
         rc, stderr = r.returncode, r.stderr
     else:
         rc, _, stderr = convert(argv, CAPSYS)
@@ -377,3 +379,132 @@ def test_fairseq_no_model_options(fairseq_files, tmp_path):
 def test_fairseq_spm_and_tokenizer_both(fairseq_files, tmp_path):
     expect_error(fairseq(fairseq_files, tmp_path, "--src-tokenizer", "word"),
                  "--src-spm and --src-tokenizer exclude each other")
+
+
+# --------------------------------------------------------------------------- inputs of every subcommand
+
+
+def test_bin_storage_record_shorter_than_its_tensor(marian_dir, tmp_path):
+    # torch.load read past the end of the record: a wrong last element, exit 0.
+    path = marian_dir / "pytorch_model.bin"
+    with zipfile.ZipFile(path) as z:
+        files = {i.filename: z.read(i) for i in z.infolist()}
+    victim = next(n for n in sorted(files) if "/data/" in n and len(files[n]) >= 8)
+    files[victim] = files[victim][:-4]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    expect_error(marian(marian_dir, tmp_path, "--no-check"), "pytorch_model.bin", f"storage '{victim}'",
+                 "is truncated")
+
+
+def deep_json(depth=100000):
+    return "[" * depth
+
+
+@pytest.mark.parametrize("name", ["config.json", "vocab.json", "tokenizer_config.json", "model.safetensors"])
+def test_json_nested_too_deeply(marian_st_dir, tmp_path, name):
+    # RecursionError tracebacks; tfmc's loader refuses nesting past 256 levels.
+    path = marian_st_dir / name
+    if name == "model.safetensors":
+        data = path.read_bytes()
+        n = int.from_bytes(data[:8], "little")
+        header = deep_json().encode()
+        path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + n:])
+        invalid = "invalid JSON header"
+    else:
+        path.write_text(deep_json())
+        invalid = "invalid JSON"
+    expect_error(marian(marian_st_dir, tmp_path), name, f"{invalid}: nested deeper than 256 levels")
+
+
+def test_names_map_nested_too_deeply(tmp_path):
+    names = tmp_path / "names.json"
+    names.write_text('{"linear.bias": ' + deep_json())
+    expect_error(["pytorch", tmp_path / "ckpt.pt", "-o", tmp_path / "out", "--layout", "tutorial", "--names", names],
+                 "--names", "invalid JSON: nested deeper than 256 levels")
+
+
+def edit_header(path, fn):
+    """Rewrites a safetensors header through fn(header dict), keeping the data section."""
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    fn(header, [k for k in header if k != "__metadata__"])
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n:])
+
+
+def set_shape(shape):
+    def fn(h, names):
+        h[names[0]]["shape"] = shape
+    return fn
+
+
+def same_offsets(h, names):
+    first, second = [k for k in names if h[k]["shape"] == [32]][:2]
+    h[second]["data_offsets"] = h[first]["data_offsets"]
+
+
+def float_offsets(h, names):
+    h[names[0]]["data_offsets"] = [float(v) for v in h[names[0]]["data_offsets"]]
+
+
+@pytest.mark.parametrize("edit,subs", [
+    # an OverflowError and a ValueError ("needs 0 bytes": np.prod wrapped around)
+    (set_shape([2 ** 64]), ["shape must be a list of non-negative integers, got [18446744073709551616]"]),
+    (set_shape([2 ** 62, 4]), ["shape [4611686018427387904, 4] is too large"]),
+    # accepted, though tfmc's loader refuses them
+    (same_offsets, ["overlap: data_offsets"]),
+    (lambda h, names: h.__setitem__("__metadata__", {"format": 1}), ["'__metadata__' must map strings to strings"]),
+    # reported as "outside the data section"
+    (float_offsets, ["data_offsets must be [begin, end], two integers"]),
+], ids=["shape-2**64", "shape-2**62x4", "overlap", "metadata", "float-offsets"])
+def test_safetensors_header_as_tfmc_reads_it(marian_st_dir, tmp_path, edit, subs):
+    edit_header(marian_st_dir / "model.safetensors", edit)
+    expect_error(marian(marian_st_dir, tmp_path), "model.safetensors", *subs)
+
+
+def test_marian_positions_beyond_memory(marian_dir, tmp_path):
+    # MemoryError, even with --max-len 64: the whole sinusoid was built first.
+    edit_json(marian_dir / "config.json", max_position_embeddings=10 ** 12)
+    expect_error(marian(marian_dir, tmp_path, "--max-len", "64"), "config.json", "'max_position_embeddings'",
+                 "to build the positional table, more than half of")
+
+
+def test_fairseq_positions_beyond_memory(fairseq_files, tmp_path):
+    edit_ckpt(fairseq_files["ckpt"], set_args(max_source_positions=10 ** 12, max_target_positions=10 ** 12))
+    expect_error(fairseq(fairseq_files, tmp_path), "args.max_source_positions", "give a smaller --max-len")
+
+
+def test_pytorch_max_len_beyond_memory(tmp_path):
+    from tfmc.reference import seeds
+    ckpt = tmp_path / "ckpt.pt"
+    torch.save(seeds.TorchTransformerTranslator(11, 13, d_model=8, nhead=2, num_encoder_layers=1,
+                                                num_decoder_layers=1, dim_feedforward=16, max_len=8).state_dict(), ckpt)
+    expect_error(["pytorch", ckpt, "-o", tmp_path / "out", "--layout", "torch-nn-transformer", "--num-heads", 2,
+                  "--max-len", 10 ** 12], "--max-len 1000000000000", "more than half of")
+
+
+def test_fifo_inputs_do_not_hang(marian_dir, fairseq_files, tmp_path):
+    # Both read forever, waiting for a writer.
+    os.remove(marian_dir / "config.json")
+    os.mkfifo(marian_dir / "config.json")
+    expect_error(marian(marian_dir, tmp_path), "config.json", "it is a named pipe (FIFO), not a regular file",
+                 timeout=120)
+    os.remove(fairseq_files["src_dict"])
+    os.mkfifo(fairseq_files["src_dict"])
+    expect_error(fairseq(fairseq_files, tmp_path), "dict.zh.txt", "it is a named pipe (FIFO), not a regular file",
+                 timeout=120)
+
+
+def test_links_to_devices_are_not_files(marian_dir, fairseq_files, tmp_path):
+    # "no such file" (and a dictionary linked to /dev/zero filled the memory).
+    os.remove(marian_dir / "source.spm")
+    os.symlink("/dev/zero", marian_dir / "source.spm")
+    expect_error(marian(marian_dir, tmp_path), "source.spm", "a symbolic link to a character device '/dev/zero'",
+                 "not a regular file")
+    os.remove(fairseq_files["ckpt"])
+    os.symlink("/dev/zero", fairseq_files["ckpt"])
+    expect_error(fairseq(fairseq_files, tmp_path), "checkpoint_best.pt",
+                 "a symbolic link to a character device '/dev/zero', not a torch.save() file")

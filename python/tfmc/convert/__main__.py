@@ -3,7 +3,8 @@
 A subcommand NAME is the module tfmc.convert.NAME, imported only when NAME
 is run, so that a subcommand whose module (or a package it needs) is missing
 fails alone. Every ConversionError and argparse error is one line
-`error: ...` on stderr, exit status 1.
+`error: ...` on stderr, exit status 1 (and so is a MemoryError, which the
+readers' bounds should leave unreached).
 """
 
 import argparse
@@ -77,6 +78,9 @@ def main(argv=None, prog="tfmc-convert", subcommand=None):
         return 0 if status is None else status
     except ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:  # a last guard: the readers bound what inputs may ask for
+        print("error: out of memory: the input asks for more memory than this machine has", file=sys.stderr)
         return 1
 
 

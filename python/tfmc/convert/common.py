@@ -4,6 +4,10 @@ a tfmc model directory (docs/model-format.md).
 
     ConversionError            a user-facing error, printed as `error: ...`
     fail(msg), note(msg)       raise one; print `note: ...` on stderr
+    check_input_file(path, what)   fail unless path is a regular file (symlinks followed)
+    read_input(path, what)     its bytes (a bounded read of a regular file)
+    parse_json(data, where), read_json(path, what)   JSON with tfmc's nesting limit
+    table_size_problem(rows, d_model)   why a positional table would not fit, or None
     load_torch_checkpoint(path, allow=())   the unpickled object, safely
     state_dict_of(obj, path)   that object reduced to {name: tensor}
     write_safetensors(path, tensors, dtype="F32")
@@ -18,6 +22,8 @@ import os
 import shutil
 import pickle
 import re
+import resource
+import stat
 import struct
 import sys
 import zipfile
@@ -40,6 +46,176 @@ def note(message):
     print(f"note: {message}", file=sys.stderr)
 
 
+# --------------------------------------------------------------------------- reading input files
+
+# The most bytes a text input (config.json, a vocabulary, a dictionary, a
+# --names map) may have: far above any real one, so that a wrong file is an
+# error rather than an out-of-memory kill.
+TEXT_LIMIT = 256 << 20
+
+# How deep JSON may nest: tfmc's loader's limit (frontends/model/FileSupport.h,
+# kMaxJsonNesting), which no real configuration comes near.
+JSON_NESTING_LIMIT = 256
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _input_problem(path, kind):
+    """(None, stat result) when `path`, symlinks followed, is a regular file;
+    else (why not, None)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"no such file: it is a symbolic link to the missing '{os.readlink(path)}'", None
+        return "no such file", None
+    except OSError as e:
+        return f"cannot open: {e.strerror or e}", None
+    if stat.S_ISREG(st.st_mode):
+        return None, st
+    thing = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a regular file")
+    if os.path.islink(path):
+        thing = f"a symbolic link to {thing} '{os.path.realpath(path)}'"
+    return f"it is {thing}, not {kind}", None
+
+
+def check_input_file(path, what=None, where=None, kind="a regular file"):
+    """Fails unless `path`, symlinks followed, is a regular file (a FIFO
+    would hang a reader, /dev/zero would fill the memory): one line
+    `WHERE: no such file (WHAT)`, `WHERE: it is a directory, not KIND
+    (WHAT)`, ... `where` defaults to the path. Every input file a converter
+    reads, or hands to a library, is checked here first."""
+    problem, st = _input_problem(path, kind)
+    if problem is not None:
+        fail(f"{where or path}: {problem}" + (f" ({what})" if what else ""))
+    return st
+
+
+def read_input(path, what=None, where=None, limit=TEXT_LIMIT):
+    """The bytes of the regular file `path` (check_input_file), at most
+    `limit` of them (None: no limit); every failure is one line naming
+    `where` (default: the path)."""
+    where = where or path
+    check_input_file(path, what, where)
+    try:
+        # O_NONBLOCK: should the path have become a FIFO since the check,
+        # opening it does not wait for a writer (fstat below refuses it).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        fail(f"{where}: cannot read: {e.strerror or e}")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            fail(f"{where}: it is not a regular file" + (f" ({what})" if what else ""))
+        if limit is not None and st.st_size > limit:
+            fail(f"{where}: the file has {st.st_size} bytes, more than the {limit >> 20} MiB "
+                 f"allowed for a text input")
+        try:
+            data = f.read() if limit is None else f.read(limit + 1)
+        except OSError as e:
+            fail(f"{where}: cannot read: {e.strerror or e}")
+    if limit is not None and len(data) > limit:
+        fail(f"{where}: the file has more than the {limit >> 20} MiB allowed for a text input")
+    return data
+
+
+# Strings (whose brackets do not count) and brackets, in JSON text as bytes.
+_JSON_NESTING_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
+
+
+def _nesting_beyond(data, limit):
+    """The byte offset of the first bracket nested deeper than `limit`, or None
+    (FileSupport.cpp's nestingBeyond)."""
+    depth = 0
+    for m in _JSON_NESTING_TOKENS.finditer(data):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return m.start()
+        elif c in (b"]", b"}") and depth:
+            depth -= 1
+    return None
+
+
+def _no_duplicates(where):
+    def hook(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                fail(f"{where}: key '{k}' appears twice")
+            seen.add(k)
+        return dict(pairs)
+    return hook
+
+
+def parse_json(data, where, invalid="invalid JSON", offset=0):
+    """`data` (UTF-8 bytes) as JSON, refusing a key repeated in one object and
+    nesting deeper than tfmc's loader allows; every failure is one line
+    `WHERE: INVALID: ...`. `offset`: where `data` starts in its file (for the
+    byte positions in messages)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    at = _nesting_beyond(data, JSON_NESTING_LIMIT)
+    if at is not None:
+        fail(f"{where}: {invalid}: nested deeper than {JSON_NESTING_LIMIT} levels at byte {offset + at}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{where}: not UTF-8 text (byte {offset + e.start})")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates(where))
+    except json.JSONDecodeError as e:
+        fail(f"{where}: {invalid}: line {e.lineno} column {e.colno}: {e.msg}")
+    except RecursionError:  # not reached below the nesting limit; kept as a guard
+        fail(f"{where}: {invalid}: nested too deeply")
+
+
+def read_json(path, what=None, where=None):
+    """A JSON input file (read_input, parse_json)."""
+    where = where or path
+    return parse_json(read_input(path, what, where), where)
+
+
+def _available_memory():
+    """(bytes, what) as tfmc's loader sees them (Model.cpp, checkMemory): the
+    machine's memory, or the address-space limit (ulimit -v) when lower;
+    (0, None) when unknown."""
+    try:
+        available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        available = 0
+    what = "this machine's"
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ValueError, OSError):
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY and (available <= 0 or soft < available):
+        available, what = soft, "this process's address-space limit of"
+    return max(available, 0), what
+
+
+# Bytes per element the converters and their checks need to build a
+# positional table: float64 angles and values, temporaries, the float32 result.
+TABLE_BUILD_BYTES = 16
+
+
+def table_size_problem(rows, d_model):
+    """Why a positional table of `rows` x `d_model` cannot be built here, or
+    None. tfmc's loader refuses a table of more than half the memory
+    (docs/model-format.md, the max_len error); the converters build the
+    table in float64 with temporaries (TABLE_BUILD_BYTES per element), which
+    must fit in that half too. Sizes are Python integers (no overflow)."""
+    need = int(rows) * int(d_model) * TABLE_BUILD_BYTES
+    available, what = _available_memory()
+    if available and need > available // 2:
+        return (f"{rows} positions x d_model {d_model} need {need / 1e9:.1f} GB to build the positional "
+                f"table, more than half of {what} {available / 1e9:.1f} GB")
+    return None
+
+
 # --------------------------------------------------------------------------- loading torch.save() files
 
 # Storage classes a checkpoint's pickle names, and the dtypes they hold.
@@ -56,13 +232,38 @@ class _StorageType:
         self.dtype = dtype
 
 
+class _Corrupt(Exception):
+    """A checkpoint whose pickle and data disagree; load_torch_checkpoint
+    names the file."""
+
+
+def _is_index(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _checked_view(storage, offset, size, stride):
+    """storage.as_strided(size, stride, offset), after checking that every
+    element it reaches is inside the storage."""
+    if not (isinstance(storage, torch.Tensor) and _is_index(offset)
+            and isinstance(size, (tuple, list)) and isinstance(stride, (tuple, list))
+            and len(size) == len(stride) and all(_is_index(v) for v in list(size) + list(stride))):
+        raise _Corrupt(f"a tensor's storage offset {offset!r}, size {size!r} or stride {stride!r} is not "
+                       f"a valid layout")
+    if all(size):
+        end = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        if end > storage.numel():
+            raise _Corrupt(f"a tensor of size {list(size)}, stride {list(stride)} at offset {offset} reaches "
+                           f"element {end - 1} of a storage of {storage.numel()} elements")
+    return storage.as_strided(tuple(size), tuple(stride), offset)
+
+
 def _rebuild_tensor(storage, offset, size, stride, *unused):
-    return storage.as_strided(tuple(size), tuple(stride), offset).clone()
+    return _checked_view(storage, offset, size, stride).clone()
 
 
 def _rebuild_tensor_view(storage, offset, size, stride, *unused):
     """The legacy format's tensors: views of storages filled after the pickle."""
-    return storage.as_strided(tuple(size), tuple(stride), offset)
+    return _checked_view(storage, offset, size, stride)
 
 
 def _rebuild_parameter(data, *unused):
@@ -85,6 +286,13 @@ class PickledNamespace:
     def __repr__(self):
         return "Namespace(" + ", ".join(f"{k}={v!r}" for k, v in sorted(self.__dict__.items())) + ")"
 
+
+# Values a state_dict's pickle may name besides storages (torch.load with
+# weights_only=True takes them too): torch.Size and the dtypes.
+_TORCH_VALUES = {"Size": torch.Size}
+_TORCH_VALUES.update({str(t).replace("torch.", ""): t for t in (
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
+    torch.int32, torch.int64, torch.bool)})
 
 # The classes a caller may accept with `allow`, and what each is rebuilt as.
 _ALLOWABLE = {("argparse", "Namespace"): PickledNamespace}
@@ -112,6 +320,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return _rebuild_parameter
         if module == "torch" and name in _STORAGE_DTYPES:
             return _StorageType(_STORAGE_DTYPES[name])
+        if module == "torch" and name in _TORCH_VALUES:  # as torch.load(weights_only=True) allows
+            return _TORCH_VALUES[name]
         if (module, name) in self.allow:
             return _ALLOWABLE[(module, name)]
         raise pickle.UnpicklingError(f"Unsupported class {module}.{name}")
@@ -121,10 +331,23 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
                 and isinstance(pid[1], _StorageType)):
             raise pickle.UnpicklingError(f"Unsupported persistent id {pid!r}")
-        data = bytearray(self.archive.read(f"{self.prefix}data/{pid[2]}"))
+        _, kind, key, _, count = pid
+        name = f"{self.prefix}data/{key}"
+        if not _is_index(count):
+            raise _Corrupt(f"storage '{name}' has an element count of {count!r}")
+        size = count * torch.empty(0, dtype=kind.dtype).element_size()
+        try:
+            stored = self.archive.getinfo(name).file_size
+        except KeyError:
+            raise _Corrupt(f"storage '{name}' is missing from the archive") from None
+        if stored < size:  # torch.load reads past the end of such a record
+            raise _Corrupt(f"storage '{name}' is truncated: it holds {stored} bytes, but its {count} "
+                           f"{str(kind.dtype).replace('torch.', '')} elements need {size}")
+        with self.archive.open(name) as record:  # no more than the tensors use
+            data = bytearray(record.read(size))
         if not data:
-            return torch.empty(0, dtype=pid[1].dtype)
-        return torch.frombuffer(data, dtype=pid[1].dtype)
+            return torch.empty(0, dtype=kind.dtype)
+        return torch.frombuffer(data, dtype=kind.dtype)
 
 
 class _LegacyUnpickler(_RestrictedUnpickler):
@@ -132,19 +355,23 @@ class _LegacyUnpickler(_RestrictedUnpickler):
     _use_new_zipfile_serialization=False): storages are allocated while the
     pickle is read and filled from the raw data that follows it."""
 
-    def __init__(self, data, allow):
+    def __init__(self, data, allow, file_size):
         super().__init__(data, None, None, allow)
         self.rebuild = _rebuild_tensor_view
         self.storages = {}  # root key -> flat tensor, filled later
+        self.file_size = file_size  # no storage can hold more bytes than the file
 
     def persistent_load(self, pid):
         # ('storage', storage type, root key, location, element count, view metadata)
         if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] in ("storage", b"storage")
-                and isinstance(pid[1], _StorageType) and isinstance(pid[4], int) and pid[4] >= 0):
+                and isinstance(pid[1], _StorageType) and _is_index(pid[4])):
             raise pickle.UnpicklingError(f"Unsupported persistent id {pid!r}")
         _, kind, key, _, count, view = pid
         storage = self.storages.get(key)
         if storage is None:
+            if count * torch.empty(0, dtype=kind.dtype).element_size() > self.file_size:
+                raise _Corrupt(f"storage '{key}' is truncated: its {count} elements need more bytes than "
+                               f"the file has ({self.file_size})")
             storage = self.storages[key] = torch.zeros(count, dtype=kind.dtype)
         if view is None:
             return storage
@@ -164,7 +391,7 @@ def _legacy_load(path, f, allow):
         fail(f"cannot read checkpoint '{path}': not a torch.save() file (neither a zip archive nor the "
              f"format of torch < 1.6)")
     plain()  # system information
-    unpickler = _LegacyUnpickler(f, allow)
+    unpickler = _LegacyUnpickler(f, allow, os.fstat(f.fileno()).st_size)
     result = unpickler.load()
     for key in plain():
         storage = unpickler.storages.get(key)
@@ -201,6 +428,9 @@ def _torch_load(path, allow, restricted):
                 # torch.load would hand this to torch.jit.load, even with weights_only
                 fail(f"refusing to load '{path}': it is a TorchScript archive, not a state_dict; "
                      f"save model.state_dict() instead")
+        # Always our reader: torch.load (1.13) reads past the end of a
+        # storage record shorter than its tensors (garbage weights, no error).
+        return _restricted_load(path, allow)
     if allow or restricted:
         return _restricted_load(path, allow)
     try:
@@ -220,22 +450,23 @@ def load_torch_checkpoint(path, allow=(), *, restricted=False):
     """The object a torch.save() file holds, read without running code from
     it: plain containers, numbers, strings and tensors (on the CPU), plus the
     classes in `allow`, a set of (module, name) pairs from _ALLOWABLE (only
-    ("argparse", "Namespace"), rebuilt as a PickledNamespace). With `allow`
-    or `restricted` the file is read by our own unpickler (the zip format of
-    torch >= 1.6 and the older one) instead of torch.load(weights_only=True).
-    Every failure is a ConversionError naming the file."""
+    ("argparse", "Namespace"), rebuilt as a PickledNamespace). The zip
+    format of torch >= 1.6 is always read by our own unpickler, which checks
+    every storage record against the tensors' sizes (torch.load does not);
+    the older format is too with `allow` or `restricted`, and else by
+    torch.load(weights_only=True). `path` must be a regular file
+    (check_input_file). Every failure is a ConversionError naming the file."""
     allow = frozenset(allow)
     unknown = sorted(allow - set(_ALLOWABLE))
     if unknown:
         raise ValueError(f"load_torch_checkpoint cannot rebuild {unknown}: only {sorted(_ALLOWABLE)}")
-    if os.path.isdir(path):
-        fail(f"cannot open checkpoint '{path}': it is a directory, not a torch.save() file")
-    if not os.path.isfile(path):
-        fail(f"cannot open checkpoint '{path}': no such file")
+    check_input_file(path, where=f"cannot open checkpoint '{path}'", kind="a torch.save() file")
     try:
         return _torch_load(path, allow, restricted)
     except ConversionError:
         raise
+    except _Corrupt as e:
+        fail(f"cannot read checkpoint '{path}': {e}")
     except pickle.UnpicklingError as e:
         why = re.search(r"Unsupported (?:class|operand|state for) [^\s]+", str(e))
         hint = "" if allow else ": save model.state_dict() instead"

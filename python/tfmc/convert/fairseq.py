@@ -17,8 +17,8 @@ import os
 
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
-                                 write_safetensors, write_vocab)
+from tfmc.convert.common import (ConfigReader, ConversionError, check_input_file, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, write_model_json,
+                                 read_input, table_size_problem, write_safetensors, write_vocab)
 from tfmc.convert.marian import max_difference
 
 CHECK_TOLERANCE = 1e-4
@@ -171,13 +171,7 @@ def read_options(opts):
 
 def read_dictionary(path):
     """fairseq Dictionary symbols: the 4 reserved ones, then dict.txt's tokens."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        fail(f"{path}: no such file (a fairseq dictionary)")
-    except OSError as e:
-        fail(f"{path}: cannot read: {e.strerror}")
+    raw = read_input(path, "a fairseq dictionary")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -357,6 +351,12 @@ def build(sd, opts, heads, max_len_arg, src_symbols, tgt_symbols, src_dict_path,
             fail(f"--max-len {max_len_arg}: must be between 1 and min(max_source_positions, "
                  f"max_target_positions) = {max_len}")
         max_len = max_len_arg
+    problem = table_size_problem(PAD + 1 + max_len, d)  # the rows sinusoidal_positions computes
+    if problem and max_len_arg is not None:
+        fail(f"--max-len {max_len_arg}: {problem}")
+    if problem:
+        opts.bad("max_source_positions" if src_max <= tgt_max else "max_target_positions",
+                 f"{max_len} ({problem}); give a smaller --max-len")
 
     out = {"encoder_embedding.weight": enc_emb, "decoder_embedding.weight": dec_emb}
 
@@ -452,8 +452,7 @@ def _side(which, spm_path, tokenizer, vocab_name, spm_name):
     if spm_path:
         if tokenizer:
             fail(f"--{which}-spm and --{which}-tokenizer exclude each other")
-        if not os.path.isfile(spm_path):
-            fail(f"{spm_path}: no such file (--{which}-spm)")
+        check_input_file(spm_path, f"--{which}-spm")
         try:
             import sentencepiece
             sentencepiece.SentencePieceProcessor(model_file=spm_path)

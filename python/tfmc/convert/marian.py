@@ -19,8 +19,9 @@ import struct
 import numpy as np
 import torch
 
-from tfmc.convert.common import (ConfigReader, ConversionError, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
-                                 write_model_json, write_safetensors, write_vocab)
+from tfmc.convert.common import (ConfigReader, ConversionError, check_input_file, check_output_dir, copy_file, copy_fairseq_layers, fail, run_check, load_torch_checkpoint, note, state_dict_of,
+                                 parse_json, read_input, read_json, table_size_problem, write_model_json,
+                                 write_safetensors, write_vocab)
 
 CHECK_TOLERANCE = 1e-4
 
@@ -68,73 +69,86 @@ def add_arguments(p):
 # --------------------------------------------------------------------------- reading
 
 
-def _no_duplicates(path):
-    def hook(pairs):
-        seen = set()
-        for k, _ in pairs:
-            if k in seen:
-                fail(f"{path}: key '{k}' appears twice")
-            seen.add(k)
-        return dict(pairs)
-    return hook
+def _describe(value):
+    """A JSON value as the C++ loader shows it: compact, at most 40 characters."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
-def read_json(path, what):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        fail(f"{path}: no such file ({what})")
-    except OSError as e:
-        fail(f"{path}: cannot read: {e.strerror}")
-    try:
-        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates(path))
-    except UnicodeDecodeError as e:
-        fail(f"{path}: not UTF-8 text (byte {e.start})")
-    except json.JSONDecodeError as e:
-        fail(f"{path}: invalid JSON: line {e.lineno} column {e.colno}: {e.msg}")
+def _indices(value):
+    """A JSON list of non-negative 64-bit integers (SafeTensors.cpp readIndices), or None."""
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 63 for v in value):
+        return None
+    return value
 
 
 def read_safetensors(path):
-    """{name: float32 torch tensor} from a safetensors file, checking the
-    header as tfmc does; every problem names the file and the tensor."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        fail(f"{path}: cannot read: {e.strerror}")
+    """{name: float32 torch tensor} from a safetensors file, checked by the
+    rules of tfmc's loader (docs/model-format.md, frontends/model/SafeTensors.cpp)
+    with the dtypes a Marian checkpoint holds; every problem names the file
+    and the tensor."""
+    raw = read_input(path, "the weights", limit=None)
     if len(raw) < 8:
         fail(f"{path}: file is too short for a safetensors header ({len(raw)} bytes)")
     (n,) = struct.unpack("<Q", raw[:8])
     if n > len(raw) - 8:
         fail(f"{path}: header length {n} exceeds the file size ({len(raw)} bytes)")
-    try:
-        header = json.loads(raw[8:8 + n].decode("utf-8"), object_pairs_hook=_no_duplicates(path))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        fail(f"{path}: invalid JSON header: {e}")
+    header = parse_json(raw[8:8 + n], path, "invalid JSON header", offset=8)
     if not isinstance(header, dict):
-        fail(f"{path}: header is not a JSON object")
+        fail(f"{path}: header is not a JSON object, got {_describe(header)}")
     data = memoryview(raw)[8 + n:]
-    out = {}
+    entries = []
     for name, info in header.items():
         if name == "__metadata__":
+            if not (isinstance(info, dict) and all(isinstance(v, str) for v in info.values())):
+                fail(f"{path}: '__metadata__' must map strings to strings, got {_describe(info)}")
             continue
-        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-            fail(f"{path}: tensor '{name}': expected an object with dtype, shape and data_offsets")
-        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(info, dict):
+            fail(f"{path}: tensor '{name}': expected an object, got {_describe(info)}")
+        for key in info:
+            if key not in ("dtype", "shape", "data_offsets"):
+                fail(f"{path}: tensor '{name}': unknown field '{key}'")
+        for key in ("dtype", "shape", "data_offsets"):
+            if key not in info:
+                fail(f"{path}: tensor '{name}': missing field '{key}'")
+        dtype, shape, offsets = info["dtype"], _indices(info["shape"]), _indices(info["data_offsets"])
+        if not isinstance(dtype, str):
+            fail(f"{path}: tensor '{name}': dtype must be a string, got {_describe(dtype)}")
         if dtype not in _ST_DTYPES:
             fail(f"{path}: tensor '{name}': unsupported dtype '{dtype}' (expected F32, F16, BF16 or F64)")
-        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
-            fail(f"{path}: tensor '{name}': shape must be a list of non-negative integers, got {shape}")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-                and 0 <= offsets[0] <= offsets[1] <= len(data)):
-            fail(f"{path}: tensor '{name}': data_offsets {offsets} outside the data section ({len(data)} bytes)")
-        kind, size = _ST_DTYPES[dtype]
-        count = int(np.prod(shape, dtype=np.int64))
+        if shape is None:
+            fail(f"{path}: tensor '{name}': shape must be a list of non-negative integers, "
+                 f"got {_describe(info['shape'])}")
+        if offsets is None or len(offsets) != 2 or offsets[0] > offsets[1]:
+            fail(f"{path}: tensor '{name}': data_offsets must be [begin, end], two integers with "
+                 f"0 <= begin <= end, got {_describe(info['data_offsets'])}")
         b, e = offsets
-        if e - b != count * size:
-            fail(f"{path}: tensor '{name}': shape {shape} with dtype {dtype} needs {count * size} bytes, "
+        if e > len(data):
+            fail(f"{path}: tensor '{name}': data_offsets [{b}, {e}] outside the data section ({len(data)} bytes)")
+        kind, size = _ST_DTYPES[dtype]
+        for dim in shape:  # Python integers: no wrap-around
+            size *= dim
+        if size >= 2 ** 63:
+            fail(f"{path}: tensor '{name}': shape {shape} is too large")
+        if e - b != size:
+            fail(f"{path}: tensor '{name}': shape {shape} with dtype {dtype} needs {size} bytes, "
                  f"but data_offsets [{b}, {e}] span {e - b}")
+        entries.append((b, e, name, dtype, kind, shape))
+    # No two tensors may share a byte (empty spans hold none); gaps are allowed.
+    furthest = None
+    for entry in sorted(entries, key=lambda t: t[:3]):
+        b, e, name = entry[:3]
+        if b == e:
+            continue
+        if furthest is not None and b < furthest[1]:
+            fail(f"{path}: tensors '{furthest[2]}' and '{name}' overlap: data_offsets "
+                 f"[{furthest[0]}, {furthest[1]}] and [{b}, {e}]")
+        if furthest is None or e > furthest[1]:
+            furthest = entry
+    out = {}
+    for b, e, name, dtype, kind, shape in entries:
         if dtype == "BF16":
             arr = (np.frombuffer(data[b:e], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
         else:
@@ -212,10 +226,16 @@ def read_architecture(cfg):
     static = cfg.data.get("static_position_embeddings", True)
     if not isinstance(static, bool):
         cfg.bad("static_position_embeddings", f"expected true or false, got {json.dumps(static)}")
+    # The model's position table (transformers allocates all of it, and so
+    # does the check's reference) must fit.
+    n_pos = cfg.int("max_position_embeddings", 1)
+    problem = table_size_problem(n_pos, d)
+    if problem:
+        cfg.bad("max_position_embeddings", problem)
     return {
         "d_model": d, "num_heads": heads,
         "num_encoder_layers": cfg.int("encoder_layers", 1), "num_decoder_layers": cfg.int("decoder_layers", 1),
-        "d_ff": ff, "max_len": cfg.int("max_position_embeddings", 1),
+        "d_ff": ff, "max_len": n_pos,
         "activation": ACTIVATIONS[act], "norm": "post", "layer_norm_eps": 1e-5,
         "embedding_scale": cfg.bool("scale_embedding"), "positional_encoding": "table",
     }, static
@@ -366,14 +386,13 @@ def build_tensors(w, arch, cfg, static, max_len, src_rows, tgt_rows):
         out["linear.bias"] = torch.zeros(V)
 
     n_pos = arch["max_len"]
-    computed = None
+    computed = None  # the sinusoid's first max_len rows: all a missing table needs
     for stack in ("encoder", "decoder"):
         name = f"model.{stack}.embed_positions.weight"
         if w.has(name):
             t = w.get(name, [n_pos, d])
             if static:
-                computed = sinusoid_table(n_pos, d) if computed is None else computed
-                diff = float((t - computed).abs().max())
+                diff = float((t - sinusoid_table(n_pos, d)).abs().max())
                 if diff > 1e-5:
                     note(f"{w.path}: '{name}' differs from Marian's sinusoid by up to {diff:.3g}; "
                          f"using the stored table, as transformers does")
@@ -381,7 +400,7 @@ def build_tensors(w, arch, cfg, static, max_len, src_rows, tgt_rows):
             fail(f"{w.path}: missing tensor '{name}' (config.json: static_position_embeddings is false, "
                  f"so the positions are learned and must be in the weights)")
         else:
-            computed = sinusoid_table(n_pos, d) if computed is None else computed
+            computed = sinusoid_table(max_len, d) if computed is None else computed
             t = computed
         out[f"{stack}_positions.weight"] = t[:max_len]
     w.check_all_used()
@@ -522,8 +541,7 @@ def run(args):
     spms = {}
     for name in ("source.spm", "target.spm"):
         path = os.path.join(src, name)
-        if not os.path.isfile(path):
-            fail(f"{path}: no such file (the {name.split('.')[0]} SentencePiece model)")
+        check_input_file(path, f"the {name.split('.')[0]} SentencePiece model")
         try:
             import sentencepiece
             sentencepiece.SentencePieceProcessor(model_file=path)

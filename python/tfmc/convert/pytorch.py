@@ -40,7 +40,8 @@ import numpy as np
 import torch
 
 from tfmc.convert.common import (ConversionError, check_output_dir, copy_file, check_vocab_tokens, fail, load_torch_checkpoint, note, state_dict_of,
-                                 write_model_json, write_safetensors, write_vocab)
+                                 read_input, read_json, table_size_problem, write_model_json, write_safetensors,
+                                 write_vocab)
 from tfmc.reference import seeds as sm
 from tfmc.reference import tfm as ref
 
@@ -149,15 +150,7 @@ def default_map(layout):
 
 def read_names(path):
     """--names MAP.json: a JSON object mapping tfmc names to checkpoint names."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        fail(f"--names {path}: cannot read: {e.strerror}")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        fail(f"--names {path}: invalid JSON: {e}")
+    obj = read_json(path, where=f"--names {path}")
     if not isinstance(obj, dict):
         fail(f"--names {path}: expected a JSON object mapping tfmc tensor names to checkpoint names")
     known = set(tfmc_patterns())
@@ -287,8 +280,9 @@ class Checkpoint:
 
 def load_checkpoint(path, restricted=False):
     """-> dict name -> tensor (the state_dict in the file), read without
-    running code from it (common.load_torch_checkpoint; `restricted`: with
-    our own unpickler even where torch.load(weights_only=True) exists)."""
+    running code from it (common.load_torch_checkpoint; `restricted`: the
+    legacy format too with our own unpickler, which always reads zip-format
+    files, instead of torch.load(weights_only=True))."""
     obj = load_torch_checkpoint(path, restricted=restricted)
     return state_dict_of(obj, path)
 
@@ -534,6 +528,9 @@ def build(args, tensors, name_map, sinusoids, learned):
         note(f"max_len {max_len} taken from the positional-encoding buffer (override with --max-len)")
     else:
         fail("--max-len is required (the checkpoint has no positional-encoding buffer to infer it from)")
+    problem = table_size_problem(max_len, d_model)  # the tables the model and the check build
+    if problem:
+        fail(f"{'--max-len' if args.max_len is not None else 'max_len'} {max_len}: {problem}")
 
     arch = dict(d_model=d_model, num_heads=num_heads, num_encoder_layers=n_enc, num_decoder_layers=n_dec,
                 d_ff=d_ff, max_len=max_len,
@@ -613,11 +610,9 @@ def build(args, tensors, name_map, sinusoids, learned):
 def read_vocab(path):
     """The tokens of a vocabulary file (one per line, UTF-8, as tfmc reads
     it), checked by the rules tfmc's loader applies."""
+    raw = read_input(path, where=f"cannot read vocabulary '{path}'")
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8-sig")
-    except OSError as e:
-        fail(f"cannot read vocabulary '{path}': {e.strerror}")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         fail(f"vocabulary '{path}' is not valid UTF-8")
     lines = text.split("\n")
