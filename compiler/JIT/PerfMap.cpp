@@ -92,4 +92,11 @@ void mlir::tfm::appendPerfMap(llvm::orc::LLJIT &jit, llvm::StringRef object) {
     return;
   }
   map << lines;
+  map.close();
+  if (map.has_error()) {
+    // Cleared: a stream destroyed with its error set is a fatal error.
+    llvm::errs() << "warning: TFMC_PERF_MAP: cannot write " << path << ": "
+                 << map.error().message() << "\n";
+    map.clear_error();
+  }
 }

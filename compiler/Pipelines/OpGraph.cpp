@@ -282,6 +282,14 @@ llvm::Expected<std::string> mlir::tfm::renderSvg(llvm::StringRef dot) {
       return fail("cannot write '" + in + "': " + ec.message());
     }
     os << dot;
+    os.close();
+    if (os.has_error()) {
+      // Cleared: a stream destroyed with its error set is a fatal error.
+      std::string message = os.error().message();
+      os.clear_error();
+      cleanup();
+      return fail("cannot write '" + in + "': " + message);
+    }
   }
   std::optional<llvm::StringRef> redirects[] = {
       llvm::StringRef(in), llvm::StringRef(out), llvm::StringRef(err)};

@@ -165,6 +165,14 @@ llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
     return llvm::createStringError(ec, "cannot write '%s': %s", path.c_str(),
                                    ec.message().c_str());
   os << text;
+  os.close();
+  if (os.has_error()) {
+    // Cleared: a stream destroyed with its error set is a fatal error.
+    std::error_code error = os.error();
+    os.clear_error();
+    return llvm::createStringError(error, "cannot write '%s': %s", path.c_str(),
+                                   error.message().c_str());
+  }
   return llvm::Error::success();
 }
 

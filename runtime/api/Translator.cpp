@@ -147,14 +147,20 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
   return llvm::Error::success();
 }
 
-/// checkOptions, and that the model has a decoder: what every translating
-/// entry point checks first.
+/// checkOptions, that the model has a decoder and that the minimum length
+/// fits its positions: what every translating entry point checks first.
 static llvm::Error checkTranslation(const TranslateOptions &o,
-                                    bool encoderOnly) {
-  if (encoderOnly)
-    return error("translation needs a decoder, but this is an encoder-only "
-                 "model (num_decoder_layers is 0)");
-  return checkOptions(o);
+                                    const frontend::ModelDescription &model) {
+  if (model.arch.encoderOnly())
+    return error(frontend::needsDecoderMessage(model.jsonPath, "translation"));
+  if (llvm::Error e = checkOptions(o))
+    return e;
+  // A row generates at most max_len tokens (decoder positions), whatever
+  // the maximum length asks.
+  if (o.minLength > model.arch.maxLen)
+    return error("min length must not exceed the model's max_len (" +
+                 std::to_string(model.arch.maxLen) + ")");
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<Translator>>
@@ -467,7 +473,7 @@ Translator::translate(const std::vector<std::string> &sentences,
                       const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
   runtime::profile::Scope whole(runtime::profile::Region::Translate);
-  if (llvm::Error e = checkTranslation(options, encoderOnly()))
+  if (llvm::Error e = checkTranslation(options, state->session->model().desc))
     return R::failure(message(std::move(e)));
   if (!state->tokenizers)
     return R::failure(state->tokenizerError);
@@ -521,7 +527,7 @@ Translator::translateIds(const std::vector<std::vector<int32_t>> &sources,
                          const TranslateOptions &options) {
   using R = Result<std::vector<Translation>>;
   runtime::profile::Scope whole(runtime::profile::Region::Translate);
-  if (llvm::Error e = checkTranslation(options, encoderOnly()))
+  if (llvm::Error e = checkTranslation(options, state->session->model().desc))
     return R::failure(message(std::move(e)));
   std::vector<Translation> out(sources.size());
   std::vector<std::optional<std::vector<int32_t>>> rows(sources.size());
@@ -574,7 +580,7 @@ Result<StreamStats> Translator::translateStream(int in, int out,
                                                 const TranslateOptions &options,
                                                 const StreamOptions &stream) {
   using R = Result<StreamStats>;
-  if (llvm::Error e = checkTranslation(options, encoderOnly()))
+  if (llvm::Error e = checkTranslation(options, state->session->model().desc))
     return R::failure(message(std::move(e)));
   if (!stream.ids && !state->tokenizers)
     return R::failure(state->tokenizerError);

@@ -1,67 +1,63 @@
 //===- PeerConnection.cpp - end a client's connection from a handler ------===//
 #include "runtime/server/PeerConnection.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace tfmc::server {
 namespace {
 
-/// The address and port of `a` as text and number; false for other
-/// families.
-bool describe(const sockaddr_storage &a, std::string &address, int &port) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET) {
-    const auto &in = reinterpret_cast<const sockaddr_in &>(a);
-    if (!inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text)))
-      return false;
-    port = ntohs(in.sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto &in = reinterpret_cast<const sockaddr_in6 &>(a);
-    if (!inet_ntop(AF_INET6, &in.sin6_addr, text, sizeof(text)))
-      return false;
-    port = ntohs(in.sin6_port);
-  } else {
+/// `address` as httplib writes an end of a connection (getnameinfo with
+/// numeric host and service; an IPv6 link-local address keeps its scope).
+bool describe(const sockaddr_storage &address, socklen_t length,
+              Endpoint &out) {
+  char host[NI_MAXHOST] = {}, service[NI_MAXSERV] = {};
+  if (getnameinfo(reinterpret_cast<const sockaddr *>(&address), length, host,
+                  sizeof(host), service, sizeof(service),
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return false;
-  }
-  address = text;
+  out.address = host;
+  out.port = std::atoi(service);
   return true;
+}
+
+bool same(const Endpoint &a, const Endpoint &b) {
+  return a.port == b.port && a.address == b.address;
 }
 
 } // namespace
 
-bool endConnection(const std::string &address, int port, int localPort) {
+bool endConnection(const Endpoint &remote, const Endpoint &local) {
   DIR *fds = opendir("/proc/self/fd");
   if (!fds)
     return false;
   bool found = false;
   while (dirent *entry = readdir(fds)) {
     char *end = nullptr;
-    long fd = std::strtol(entry->d_name, &end, 10);
+    long number = std::strtol(entry->d_name, &end, 10);
+    int fd = static_cast<int>(number);
     if (end == entry->d_name || *end != '\0' || fd == dirfd(fds))
       continue;
     struct stat st;
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
       continue;
     sockaddr_storage peer{}, self{};
     socklen_t peerLength = sizeof(peer), selfLength = sizeof(self);
-    std::string peerAddress, selfAddress;
-    int peerPort = 0, selfPort = 0;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&peer),
-                    &peerLength) != 0 ||
-        getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&self),
-                    &selfLength) != 0 ||
-        !describe(peer, peerAddress, peerPort) ||
-        !describe(self, selfAddress, selfPort))
+    Endpoint peerEnd, selfEnd;
+    // The listening socket has no peer: getpeername fails on it.
+    if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peerLength) !=
+            0 ||
+        getsockname(fd, reinterpret_cast<sockaddr *>(&self), &selfLength) !=
+            0 ||
+        !describe(peer, peerLength, peerEnd) ||
+        !describe(self, selfLength, selfEnd))
       continue;
-    if (peerPort == port && selfPort == localPort && peerAddress == address) {
-      found = shutdown(static_cast<int>(fd), SHUT_RDWR) == 0;
+    if (same(peerEnd, remote) && same(selfEnd, local)) {
+      found = shutdown(fd, SHUT_RDWR) == 0;
       break;
     }
   }

@@ -13,6 +13,9 @@
 #include "runtime/server/PeerConnection.h"
 #include "runtime/server/StopSignals.h"
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -159,6 +162,44 @@ void replyError(httplib::Response &res, int status, const std::string &what) {
   reply(res, status, json{{"error", what}});
 }
 
+/// Why the length of a request's body is not plain, or "": a
+/// Content-Length or Transfer-Encoding header whose name has blanks around
+/// it (httplib keeps such a header apart and ignores it), a Content-Length
+/// given twice or that is not only digits (httplib reads "0, 52" as 0), a
+/// Transfer-Encoding other than one "chunked", or both headers. A proxy in
+/// front may read any of these otherwise than httplib does.
+std::string framingProblem(const httplib::Request &req) {
+  int lengths = 0, encodings = 0;
+  for (const auto &[name, value] : req.headers) {
+    llvm::StringRef trimmed = llvm::StringRef(name).trim(" \t");
+    std::string lower = trimmed.lower();
+    bool length = lower == "content-length",
+         encoding = lower == "transfer-encoding";
+    if (!length && !encoding)
+      continue;
+    if (trimmed.size() != name.size())
+      return "a " + trimmed.str() + " header with blanks in its name";
+    llvm::StringRef v = llvm::StringRef(value).trim(" \t");
+    if (length) {
+      ++lengths;
+      if (v.empty() ||
+          v.find_first_not_of("0123456789") != llvm::StringRef::npos)
+        return "Content-Length '" + value + "' is not a number";
+    } else {
+      ++encodings;
+      if (!v.equals_insensitive("chunked"))
+        return "Transfer-Encoding '" + value + "' (only 'chunked' is read)";
+    }
+  }
+  if (lengths > 1)
+    return "Content-Length given " + std::to_string(lengths) + " times";
+  if (encodings > 1)
+    return "Transfer-Encoding given " + std::to_string(encodings) + " times";
+  if (lengths && encodings)
+    return "Content-Length given with Transfer-Encoding";
+  return "";
+}
+
 /// Reads the decoding options of a request; "" or the error.
 std::string readOptions(const json &body, TranslateOptions &o) {
   static const char *known[] = {
@@ -260,33 +301,39 @@ int serve(Translator &translator, const ServerOptions &options,
   http.new_task_queue = [httpThreads] {
     return new httplib::ThreadPool(static_cast<size_t>(httpThreads));
   };
-  // A request whose body length is ambiguous — two Content-Length headers,
-  // or one beside Transfer-Encoding — is refused before its body is read,
-  // and its connection ended once the answer is written: httplib would
-  // take the first length, and what a proxy in front took for the body (by
-  // another length) would be read here as a request of its own (request
-  // smuggling). httplib keeps the connection open whatever the response
-  // says, so the logger (called after the response is written) ends it
-  // (PeerConnection.h).
-  auto ambiguousLength = [](const httplib::Request &req) {
-    size_t lengths = req.get_header_value_count("Content-Length");
-    return lengths > 1 || (lengths == 1 && req.has_header("Transfer-Encoding"));
-  };
-  int localPort = 0;
-  http.set_logger([&](const httplib::Request &req, const httplib::Response &) {
-    if (ambiguousLength(req))
-      endConnection(req.remote_addr, req.remote_port, localPort);
+  // A request whose body's length is not plain (framingProblem) is
+  // refused before its body is read, and its connection ended once the
+  // answer is written: httplib would take one reading of the length, and
+  // what a proxy in front took for the body by another would be read here
+  // as a request of its own (request smuggling). httplib keeps the
+  // connection open whatever the response says, so the logger (called
+  // after the response is written) ends it (PeerConnection.h).
+  http.set_logger([](const httplib::Request &req, const httplib::Response &) {
+    if (!framingProblem(req).empty() &&
+        !endConnection({req.remote_addr, req.remote_port},
+                       {req.local_addr, req.local_port}))
+      llvm::errs() << "warning: serve: could not close the connection from "
+                   << req.remote_addr << ":" << req.remote_port
+                   << " after a request with an ambiguous body length\n";
   });
   http.set_pre_routing_handler(
-      [&](const httplib::Request &req, httplib::Response &res) {
-        if (ambiguousLength(req)) {
-          res.set_header("Connection", "close");
-          replyError(res, 400,
-                     "the body's length is ambiguous (Content-Length given "
-                     "twice, or with Transfer-Encoding)");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
+      [](const httplib::Request &req, httplib::Response &res) {
+        std::string problem = framingProblem(req);
+        if (problem.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        res.set_header("Connection", "close");
+        replyError(res, 400, "the body's length is ambiguous: " + problem);
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  // A refused request's Connection: close beside httplib's Keep-Alive (and
+  // twice where the request asked for it) says two things: one is kept.
+  http.set_post_routing_handler(
+      [](const httplib::Request &, httplib::Response &res) {
+        if (res.get_header_value("Connection") != "close")
+          return;
+        res.headers.erase("Keep-Alive");
+        res.headers.erase("Connection");
+        res.set_header("Connection", "close");
       });
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
@@ -383,6 +430,12 @@ int serve(Translator &translator, const ServerOptions &options,
     }
     if (std::string e = readOptions(body, job->options); !e.empty())
       return replyError(res, 400, e);
+    int64_t positions = translator.impl().session->model().desc.arch.maxLen;
+    if (job->options.minLength > positions)
+      return replyError(res, 400,
+                        "field 'min_length': expected at most the model's "
+                        "max_len (" +
+                            std::to_string(positions) + ")");
     // Split into sentences, a text is as many sources as it has sentences:
     // the bound counts those (one request of 800 KB split into 30,000
     // sentences kept a server busy for 84 s).
@@ -474,7 +527,6 @@ int serve(Translator &translator, const ServerOptions &options,
   }
   if (listener != INVALID_SOCKET)
     ::listen(listener, SOMAXCONN);
-  localPort = port;
   // httplib's stop() does nothing until listen_after_bind() has begun (it
   // marks the server running there): a signal that came right after
   // `listening` was lost, and the server ran on (a fresh machine's load

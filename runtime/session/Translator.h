@@ -34,7 +34,7 @@ inline constexpr llvm::StringLiteral kNoHypothesis =
 inline constexpr llvm::StringLiteral kScoreNotANumber =
     "the model's outputs are not numbers (NaN or infinite logits: its "
     "arithmetic overflowed float32, or float16 where keys and values are "
-    "stored as halves (--kv-type); weights or activations too large), so "
+    "stored as halves; weights or activations too large), so "
     "the translation is not to be trusted";
 
 /// Whether a score of `nbest` is NaN (the case kScoreNotANumber describes).

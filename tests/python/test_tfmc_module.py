@@ -98,6 +98,8 @@ def test_ids_equal_fixture():
         t.translate_ids([[5], [10**6]])
     with pytest.raises(RuntimeError, match=r"min length must not exceed max length \(20\)"):
         t.translate_ids(src, min_length=21, max_length=20)
+    with pytest.raises(RuntimeError, match=r"min length must not exceed the model's max_len \(64\)"):
+        t.translate_ids(src, min_length=65, max_length=100)
 
 
 def test_encoder_states_equal_reference():

@@ -143,6 +143,8 @@ def main():
         assert status == 400 and f"field '{field}'" in body["error"], (field, status, body)
     status, body = post(port, {"text": ["a"], "min_length": 10, "max_length": 5})
     assert status == 400 and "field 'min_length'" in body["error"], (status, body)
+    status, body = post(port, {"text": ["a"], "min_length": 1000, "max_length": 1024})
+    assert status == 400 and "the model's max_len" in body["error"], (status, body)
     status, body = post(port, {"text": ["a"], "bogus": 1})
     assert status == 400 and "bogus" in body["error"], body
     status, body = post(port, {"text": ["谢谢。"] * 300})
@@ -288,7 +290,11 @@ def main():
               b"Content-Length: %d\r\n\r\n" % len(inner) + inner)
     for lengths in [b"Content-Length: 0\r\nContent-Length: %d" % len(hidden),
                     b"Content-Length: 3\r\nContent-Length: %d" % (len(hidden) + 3),
-                    b"Content-Length: %d\r\nTransfer-Encoding: chunked" % len(hidden)]:
+                    b"Content-Length: %d\r\nTransfer-Encoding: chunked" % len(hidden),
+                    b"Content-Length: 0, %d" % len(hidden),
+                    b"Content-Length : %d\r\nContent-Length: 0" % len(hidden),
+                    b"Content-Length: 0\r\nTransfer-Encoding : chunked",
+                    b"Transfer-Encoding: gzip"]:
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   + lengths + b"\r\n\r\n")
@@ -308,7 +314,9 @@ def main():
         except (socket.timeout, ConnectionResetError):
             pass
         s.close()
-        assert got.count(b"HTTP/1.1 ") <= 1 and b"zzz" not in got and b" 200 " not in got, got[:400]
+        assert got.count(b"HTTP/1.1 ") == 1 and b" 400 " in got, (lengths, got[:400])
+        assert b"zzz" not in got and b" 200 " not in got, (lengths, got[:400])
+        assert got.count(b"Connection:") == 1 and b"Keep-Alive" not in got, (lengths, got[:400])
     # OPTIONS is told the endpoint takes POST (405), as GET, PUT, ... are.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("OPTIONS", "/v1/translate")

@@ -152,10 +152,11 @@ int dispatch(int argc, char **argv,
       if (llvm::outs().has_error()) {
         std::error_code ec = llvm::outs().error();
         llvm::outs().clear_error();
-        if (ec != std::errc::broken_pipe)
-          status = fail("standard output: cannot write: " + ec.message());
-        else if (status == 0)
-          status = 74; // EX_IOERR, as a reader that closed the pipe gives
+        // One error line: a command that failed has said why already.
+        if (status == 0)
+          status = ec == std::errc::broken_pipe
+                       ? 74 // EX_IOERR, as a reader that closed the pipe gives
+                       : fail("standard output: cannot write: " + ec.message());
       }
       llvm::errs().flush();
       if (std::fflush(stdout) != 0 && status == 0)

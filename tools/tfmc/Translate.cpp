@@ -312,6 +312,11 @@ public:
       return fail("--n-best must be between 1 and --beam-size (the model's "
                   "default beam size is " +
                   std::to_string(publicOptions.beamSize) + ")");
+    // A row generates at most max_len tokens (decoder positions).
+    if (int64_t positions = state.session->model().desc.arch.maxLen;
+        minLength > positions)
+      return fail("--min-length must not exceed the model's max_len (" +
+                  std::to_string(positions) + ")");
     // Opening truncates the output files: only once every option is known
     // good (--n-best against the model file's beam size, what the load
     // checks), so that a refused command leaves existing files as they were.
