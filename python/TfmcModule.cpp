@@ -41,14 +41,27 @@ makeOptions(const tfmc::TranslateOptions &defaults,
   return o;
 }
 
+/// A path argument (str, bytes or os.PathLike) as the bytes the system
+/// takes: os.fsencode's, refusing an embedded NUL as open() does (the C++
+/// side would cut the path there and load another file).
+std::string pathArgument(const py::object &path, const char *name) {
+  py::object bytes = py::module_::import("os").attr("fsencode")(path);
+  std::string out = bytes.cast<std::string>();
+  if (out.find('\0') != std::string::npos)
+    throw py::value_error(std::string(name) + ": embedded null byte");
+  return out;
+}
+
 /// Python's view of a translator: one C++ Translator, which several Python
 /// threads may call at once (the GIL is released during each call).
 class PyTranslator {
 public:
-  PyTranslator(const std::string &model, const std::string &computeType,
+  PyTranslator(const py::object &modelPath, const std::string &computeType,
                int threads, const std::string &kernels,
-               const std::string &cacheDir, bool useCache, bool profile,
+               const py::object &cacheDirPath, bool useCache, bool profile,
                int64_t warmUpRows, const std::string &kvType) {
+    std::string model = pathArgument(modelPath, "model");
+    std::string cacheDir = pathArgument(cacheDirPath, "cache_dir");
     if (!computeType.empty() && computeType != "float32" &&
         computeType != "float16" && computeType != "bfloat16" &&
         computeType != "int8")
@@ -114,7 +127,13 @@ public:
     return std::move(*out);
   }
 
-  tfmc::Translator &get() { return *translator; }
+  tfmc::Translator &get() {
+    // Translator.__new__ without __init__ has none.
+    if (!translator)
+      throw std::runtime_error("this Translator was not initialised "
+                               "(Translator(model, ...) loads one)");
+    return *translator;
+  }
 
 private:
   std::unique_ptr<tfmc::Translator> translator;
@@ -150,7 +169,11 @@ std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
     throw py::type_error("sentences must be a list of str or bytes, not one "
                          "str or bytes");
   std::vector<std::string> out;
-  for (py::handle item : sentences) {
+  // A list holds a reference to each item while it is read: iterating the
+  // sequence itself handed out items that a numpy array or a Sequence made
+  // afresh per index and freed at once (wrong translations, a crash).
+  py::list items(sentences);
+  for (py::handle item : items) {
     if (py::isinstance<py::bytes>(item)) {
       out.push_back(item.cast<std::string>());
       continue;
@@ -185,8 +208,8 @@ PYBIND11_MODULE(_tfmc, m) {
   m.doc() = "tfmc: compiled encoder-decoder translation Transformers";
   m.attr("__version__") = TFMC_VERSION;
   py::class_<PyTranslator>(m, "Translator")
-      .def(py::init<const std::string &, const std::string &, int,
-                    const std::string &, const std::string &, bool, bool,
+      .def(py::init<const py::object &, const std::string &, int,
+                    const std::string &, const py::object &, bool, bool,
                     int64_t, const std::string &>(),
            py::arg("model"), py::arg("compute_type") = "",
            py::arg("threads") = 1, py::arg("kernels") = "",
@@ -289,6 +312,19 @@ PYBIND11_MODULE(_tfmc, m) {
             }
             if (!states)
               throw std::runtime_error(states.error());
+            // Rows cut to the model's positions are said, as translate
+            // and `tfmc encode` say them.
+            for (size_t r = 0; r < sources.size(); ++r)
+              if (static_cast<int64_t>(sources[r].size()) + 1 >
+                  states->lengths[r]) {
+                std::string text = "row " + std::to_string(r) + ": " +
+                                   std::to_string(sources[r].size()) +
+                                   " ids, truncated to " +
+                                   std::to_string(states->lengths[r] - 1) +
+                                   " (the model's max_len with eos)";
+                if (PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) != 0)
+                  throw py::error_already_set();
+              }
             py::array_t<float> array(
                 {states->batch, states->length, states->dModel});
             std::copy(states->values.begin(), states->values.end(),

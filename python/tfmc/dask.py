@@ -14,6 +14,7 @@ line twice or misses one. Without --scheduler a local cluster of
 """
 
 import argparse
+import math
 import os
 import sys
 
@@ -110,11 +111,32 @@ def main(argv=None):
     p.add_argument("--max-length-offset", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=32)
     args = p.parse_args(argv)
-    if args.partition_lines < 1:
-        p.error("--partition-lines must be at least 1")
+    # Everything a worker would refuse is refused here, before a cluster
+    # starts (a worker's refusal was a traceback, retried --retries times;
+    # --workers 0 waited for a worker forever).
+    checks = [
+        (args.partition_lines >= 1, "--partition-lines must be at least 1"),
+        (args.scheduler or args.workers >= 1, "--workers must be at least 1"),
+        (args.retries >= 0, "--retries must not be negative"),
+        (1 <= args.threads <= 256, "--threads must be between 1 and 256"),
+        (args.beam_size is None or 1 <= args.beam_size <= 256,
+         "--beam-size must be between 1 and 256"),
+        (args.max_length >= 1, "--max-length must be at least 1"),
+        (math.isfinite(args.max_length_factor) and args.max_length_factor >= 0,
+         "--max-length-factor must be a finite number, not negative"),
+        (args.max_length_offset >= 0, "--max-length-offset must not be negative"),
+        (args.batch_size >= 1, "--batch-size must be at least 1"),
+        (os.path.isfile(args.model), f"{args.model}: no such model file"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            p.error(message)
     model = os.path.abspath(args.model)
-    with open(args.input, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
-        text = f.read()
+    try:
+        with open(args.input, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+            text = f.read()
+    except OSError as e:
+        p.error(f"{args.input}: {e.strerror}")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

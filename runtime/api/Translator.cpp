@@ -127,8 +127,10 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
     return error("n-best must be between 1 and the beam size");
   if (!(o.lengthPenalty >= 0) || !std::isfinite(o.lengthPenalty))
     return error("length penalty must be a finite number, not negative");
-  if (!(o.maxLengthFactor >= 0) || o.maxLengthOffset < 0)
-    return error("the length factor and offset must not be negative");
+  if (!(o.maxLengthFactor >= 0) || !std::isfinite(o.maxLengthFactor))
+    return error("the length factor must be a finite number, not negative");
+  if (o.maxLengthOffset < 0)
+    return error("the length offset must not be negative");
   if (o.noRepeatNgramSize < 0)
     return error("no-repeat n-gram size must not be negative");
   if (!runtime::isUsablePenalty(o.repetitionPenalty))

@@ -41,6 +41,23 @@ def test_command_output_equals_cli(tmp_path):
     assert out.read_bytes() == cli_translation(SENTENCES)
 
 
+@pytest.mark.parametrize("option, message", [
+    (["--workers", "0"], "--workers must be at least 1"),
+    (["--retries", "-1"], "--retries must not be negative"),
+    (["--beam-size", "0"], "--beam-size must be between 1 and 256"),
+    (["--threads", "0"], "--threads must be between 1 and 256"),
+    (["--max-length-factor", "nan"], "--max-length-factor must be a finite number"),
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_bad_options_are_refused_before_a_cluster_starts(tmp_path, capsys, option, message):
+    # --workers 0 waited for a worker forever; the others were each a
+    # worker's traceback, retried --retries times.
+    with pytest.raises(SystemExit) as e:
+        tdask.main([MODEL, SENTENCES, str(tmp_path / "out.en")] + option)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_compute_and_kv_types_reach_the_workers(client):
     # int8 weights with float32 keys/values: the workers' scores are those
     # of a local Translator loaded the same way, and not float32's (the

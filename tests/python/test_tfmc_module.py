@@ -47,6 +47,10 @@ def test_text_equals_reference(zh_en):
     expected = read_lines(os.path.join(INPUTS, "expected.en"))
     assert zh_en.translate(sentences, max_length=128) == expected
     assert zh_en.translate(sentences, max_length=128, batch_size=5) == expected
+    # Any sequence of str: a numpy array's items (made afresh per index)
+    # were read after they were freed (wrong translations, a crash).
+    assert zh_en.translate(np.array(sentences), max_length=128) == expected
+    assert zh_en.translate(tuple(sentences), max_length=128) == expected
 
 
 def test_beam_and_nbest(zh_en):
@@ -109,7 +113,9 @@ def test_encoder_states_equal_reference():
     # No keys/values to speak of without a decoder.
     assert t.configuration in ("float32 weights, library kernels",
                                "float32 weights, compiled loops")
-    states = t.encode(read_ids(os.path.join(fixture, "src.ids")))
+    # Row 3 of src.ids is longer than max_len - 1: truncated, and said.
+    with pytest.warns(RuntimeWarning, match=r"row 3: 30 ids, truncated to 23"):
+        states = t.encode(read_ids(os.path.join(fixture, "src.ids")))
     expected = np.load(os.path.join(fixture, "states.npy"))
     assert states.dtype == np.float32 and states.shape == expected.shape
     assert np.abs(states - expected).max() <= 1e-4
@@ -120,6 +126,15 @@ def test_encoder_states_equal_reference():
 def test_load_errors():
     with pytest.raises(RuntimeError, match="missing.json: cannot open file"):
         tfmc.Translator("/nonexistent/missing.json")
+    # A NUL would cut the path in C++ (and load another file), as open()
+    # refuses it; path-like objects are paths.
+    with pytest.raises(ValueError, match="model: embedded null byte"):
+        tfmc.Translator(ZH_EN + "\0junk")
+    with pytest.raises(ValueError, match="cache_dir: embedded null byte"):
+        tfmc.Translator(ZH_EN, cache_dir="/tmp\0x")
+    import pathlib
+    assert tfmc.Translator(pathlib.Path(ZH_EN)).translate(["谢谢。"]) == \
+        tfmc.Translator(ZH_EN.encode()).translate(["谢谢。"])
     with pytest.raises(ValueError, match="compute_type"):
         tfmc.Translator(ZH_EN, compute_type="int4")
     with pytest.raises(ValueError, match="kv_type: expected 'auto', 'float32' or 'float16', got 'int8'"):
