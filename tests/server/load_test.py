@@ -65,6 +65,23 @@ def post(port, body, raw=None, timeout=60, content_type="application/json"):
         return e.code, json.loads(e.read())
 
 
+def read_until_closed(s, timeout):
+    """What a raw socket receives until the server closes it (or `timeout`
+    seconds pass without a byte); closes it."""
+    s.settimeout(timeout)
+    got = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    return got
+
+
 def stop(proc):
     proc.send_signal(signal.SIGTERM)
     try:
@@ -267,17 +284,7 @@ def main():
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n\r\n" + body_bytes)
         time.sleep(1)
-        s.settimeout(2)
-        got = b""
-        try:
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                got += d
-        except socket.timeout:
-            pass
-        s.close()
+        got = read_until_closed(s, 2)
         assert got.count(b"HTTP/1.1 ") == 1 and (b" 413 " in got or b" 415 " in got), got[:300]
         assert b'"status":"ok"' not in got, got[:300]
 
@@ -303,17 +310,7 @@ def main():
             s.sendall((b"[1]" if b"Length: 3" in lengths else b"") + hidden)
         except OSError:
             pass  # the server may have closed already
-        s.settimeout(3)
-        got = b""
-        try:
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                got += d
-        except (socket.timeout, ConnectionResetError):
-            pass
-        s.close()
+        got = read_until_closed(s, 3)
         assert got.count(b"HTTP/1.1 ") == 1 and b" 400 " in got, (lengths, got[:400])
         assert b"zzz" not in got and b" 200 " not in got, (lengths, got[:400])
         assert got.count(b"Connection:") == 1 and b"Keep-Alive" not in got, (lengths, got[:400])
