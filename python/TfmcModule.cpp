@@ -17,6 +17,16 @@ namespace py = pybind11;
 
 namespace {
 
+/// tfmc.OptionError: a bad option value, both a ValueError (what Python
+/// code expects of a bad argument) and a RuntimeError (what these errors
+/// were before 2026-12-07, and what the docs said).
+PyObject *optionError = nullptr;
+
+[[noreturn]] void raiseOptionError(const std::string &message) {
+  PyErr_SetString(optionError, message.c_str());
+  throw py::error_already_set();
+}
+
 /// The options of a translate call: `defaults` (the model file's decoding
 /// defaults) where beam_size / length_penalty are None.
 tfmc::TranslateOptions
@@ -62,17 +72,6 @@ public:
                int64_t warmUpRows, const std::string &kvType) {
     std::string model = pathArgument(modelPath, "model");
     std::string cacheDir = pathArgument(cacheDirPath, "cache_dir");
-    if (!computeType.empty() && computeType != "float32" &&
-        computeType != "float16" && computeType != "bfloat16" &&
-        computeType != "int8")
-      throw py::value_error("compute_type: expected 'float32', 'float16', "
-                            "'bfloat16' or 'int8', got '" +
-                            computeType + "'");
-    if (!kvType.empty() && kvType != "auto" && kvType != "float32" &&
-        kvType != "float16")
-      throw py::value_error("kv_type: expected 'auto', 'float32' or "
-                            "'float16', got '" +
-                            kvType + "'");
     tfmc::LoadOptions load;
     load.computeType = computeType;
     load.kvType = kvType;
@@ -83,6 +82,9 @@ public:
     load.encoderStates = true;
     load.profile = profile;
     load.warmUpRows = warmUpRows;
+    // Bad values are told apart from a model that cannot be loaded.
+    if (std::string e = tfmc::loadOptionsError(load); !e.empty())
+      raiseOptionError(e);
     tfmc::Result<std::unique_ptr<tfmc::Translator>> loaded =
         tfmc::Result<std::unique_ptr<tfmc::Translator>>::failure("");
     {
@@ -100,7 +102,7 @@ public:
   std::vector<tfmc::Translation> run(const Input &input, Call call,
                                      const std::string &errors) {
     if (errors != "raise" && errors != "ignore")
-      throw py::value_error("errors: expected 'raise' or 'ignore'");
+      raiseOptionError("errors: expected 'raise' or 'ignore'");
     tfmc::Result<std::vector<tfmc::Translation>> out =
         tfmc::Result<std::vector<tfmc::Translation>>::failure("");
     {
@@ -207,6 +209,18 @@ std::vector<std::string> sentenceBytes(const py::sequence &sentences) {
 PYBIND11_MODULE(_tfmc, m) {
   m.doc() = "tfmc: compiled encoder-decoder translation Transformers";
   m.attr("__version__") = TFMC_VERSION;
+  {
+    PyObject *bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_RuntimeError);
+    optionError = PyErr_NewExceptionWithDoc(
+        "tfmc.OptionError",
+        "A bad option value (a load option or a translate option): a "
+        "ValueError and, as these errors were before, a RuntimeError.",
+        bases, nullptr);
+    Py_XDECREF(bases);
+    if (!optionError)
+      throw py::error_already_set();
+    m.attr("OptionError") = py::reinterpret_borrow<py::object>(optionError);
+  }
   py::class_<PyTranslator>(m, "Translator")
       .def(py::init<const py::object &, const std::string &, int,
                     const std::string &, const py::object &, bool, bool,
@@ -241,13 +255,15 @@ PYBIND11_MODULE(_tfmc, m) {
                 maxLength, minLength, maxLengthFactor, maxLengthOffset,
                 noRepeatNgramSize, repetitionPenalty, batchSize, false);
             o.scores = returnScores;
+            if (std::string e = self.get().optionsError(o); !e.empty())
+              raiseOptionError(e);
             if (splitSentences != "on" && splitSentences != "off" &&
                 splitSentences != "auto")
-              throw py::value_error("split_sentences: expected 'on', 'off' "
-                                    "or 'auto', got '" +
-                                    splitSentences + "'");
+              raiseOptionError("split_sentences: expected 'on', 'off' "
+                               "or 'auto', got '" +
+                               splitSentences + "'");
             if (splitSentences == "on" && (returnScores || nBest > 1))
-              throw py::value_error(
+              raiseOptionError(
                   "split_sentences='on' gives one translation a line: it "
                   "cannot go with n_best > 1 or return_scores");
             // Scores are never of split lines.
@@ -286,6 +302,8 @@ PYBIND11_MODULE(_tfmc, m) {
                 maxLength, minLength, maxLengthFactor, maxLengthOffset,
                 noRepeatNgramSize, repetitionPenalty, batchSize, false);
             o.scores = returnScores;
+            if (std::string e = self.get().optionsError(o); !e.empty())
+              raiseOptionError(e);
             auto out = self.run(
                 sources,
                 [&](const std::vector<std::vector<int32_t>> &s) {

@@ -169,6 +169,10 @@ struct StreamStats {
           generatedTokens = 0;
 };
 
+/// "" when Translator::load would take `options`, else the one-line
+/// reason it would fail with (the checks that need no model file).
+std::string loadOptionsError(const LoadOptions &options);
+
 class Translator {
 public:
   static Result<std::unique_ptr<Translator>>
@@ -227,6 +231,10 @@ public:
   /// kernels, e.g. "float32 weights, float32 keys/values, library kernels"
   /// (LoadOptions resolved against the model file).
   std::string configuration() const;
+  /// "" when translate() and the other calls would take `options`, else
+  /// the one-line reason they would fail with (the values alone, against
+  /// this model's positions; not whether it has a decoder).
+  std::string optionsError(const TranslateOptions &options) const;
 
   /// Internal state (runtime/api/TranslatorImpl.h; tools/tfmc reads the
   /// session's timings through it).

@@ -12,7 +12,7 @@ The compiled module `_tfmc` is imported on first use of `Translator` or
 `python3 -m tfmc.convert`) also run from a source tree without it.
 """
 
-__all__ = ["Translator", "__version__"]
+__all__ = ["Translator", "OptionError", "__version__"]
 
 
 def __getattr__(name):

@@ -149,12 +149,9 @@ static llvm::Error checkOptions(const TranslateOptions &o) {
   return llvm::Error::success();
 }
 
-/// checkOptions, that the model has a decoder and that the minimum length
-/// fits its positions: what every translating entry point checks first.
-static llvm::Error checkTranslation(const TranslateOptions &o,
-                                    const frontend::ModelDescription &model) {
-  if (model.arch.encoderOnly())
-    return error(frontend::needsDecoderMessage(model.jsonPath, "translation"));
+/// checkOptions, and that the minimum length fits the model's positions.
+static llvm::Error checkOptionsFor(const TranslateOptions &o,
+                                   const frontend::ModelDescription &model) {
   if (llvm::Error e = checkOptions(o))
     return e;
   // A row generates at most max_len tokens (decoder positions), whatever
@@ -165,10 +162,19 @@ static llvm::Error checkTranslation(const TranslateOptions &o,
   return llvm::Error::success();
 }
 
-llvm::Expected<std::unique_ptr<Translator>>
-api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
-                    mlir::TimingScope *timing) {
-  auto impl = std::make_unique<Translator::Impl>();
+/// That the model has a decoder, and checkOptionsFor: what every
+/// translating entry point checks first.
+static llvm::Error checkTranslation(const TranslateOptions &o,
+                                    const frontend::ModelDescription &model) {
+  if (model.arch.encoderOnly())
+    return error(frontend::needsDecoderMessage(model.jsonPath, "translation"));
+  return checkOptionsFor(o, model);
+}
+
+/// The session's options for `options`, or why they are not valid (every
+/// check that needs no model file).
+static llvm::Expected<runtime::SessionOptions>
+sessionOptionsFor(const LoadOptions &options) {
   runtime::SessionOptions sessionOptions;
   if (options.kernels == "loops")
     sessionOptions.useLibraryKernels = false;
@@ -218,6 +224,22 @@ api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
     sessionOptions.cacheDir = options.cacheDir.empty()
                                   ? runtime::defaultCacheDirectory()
                                   : options.cacheDir;
+  return sessionOptions;
+}
+
+std::string tfmc::loadOptionsError(const LoadOptions &options) {
+  auto checked = sessionOptionsFor(options);
+  return checked ? std::string() : message(checked.takeError());
+}
+
+llvm::Expected<std::unique_ptr<Translator>>
+api::loadTranslator(const std::string &modelPath, const LoadOptions &options,
+                    mlir::TimingScope *timing) {
+  auto impl = std::make_unique<Translator::Impl>();
+  auto checked = sessionOptionsFor(options);
+  if (!checked)
+    return checked.takeError();
+  runtime::SessionOptions sessionOptions = std::move(*checked);
   auto loaded = timed(timing, "load model", [&](mlir::TimingScope *) {
     return frontend::loadModel(modelPath, sessionOptions.cacheDir);
   });
@@ -299,6 +321,10 @@ bool Translator::encoderOnly() const {
 }
 std::string Translator::configuration() const {
   return state->session->configuration();
+}
+std::string Translator::optionsError(const TranslateOptions &options) const {
+  llvm::Error e = checkOptionsFor(options, state->session->model().desc);
+  return e ? message(std::move(e)) : std::string();
 }
 
 TranslateOptions Translator::defaultOptions() const {

@@ -231,6 +231,31 @@ TEST(Api, ConcurrentCallersGetTheResultsOfOne) {
 /// keeps the self caches as f16 under float32 weights) and translates these
 /// sentences as float32 keys/values do (both checked against the reference
 /// in the e2e fixtures' tests).
+TEST(Api, OptionsAreCheckedWithoutRunning) {
+  tfmc::LoadOptions load;
+  EXPECT_EQ(tfmc::loadOptionsError(load), "");
+  load.threads = 0;
+  EXPECT_EQ(tfmc::loadOptionsError(load), "threads must be between 1 and 256");
+  load.threads = 1;
+  load.kvType = "int8";
+  EXPECT_EQ(tfmc::loadOptionsError(load),
+            "kv type: expected 'auto', 'float32' or 'float16', got 'int8'");
+  tfmc::Translator &t = bundled();
+  tfmc::TranslateOptions o = t.defaultOptions();
+  EXPECT_EQ(t.optionsError(o), "");
+  o.beamSize = 0;
+  EXPECT_EQ(t.optionsError(o), "beam size must be between 1 and 256");
+  // What the options say is what translate() says.
+  auto refused = t.translate({"谢谢。"}, o);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), t.optionsError(o));
+  o = t.defaultOptions();
+  o.minLength = 257;
+  o.maxLength = 300;
+  EXPECT_EQ(t.optionsError(o), "min length must not exceed the model's "
+                               "max_len (256)");
+}
+
 TEST(Api, KeyValueTypeIsALoadOption) {
   tfmc::LoadOptions load;
   load.cacheDir = TFMC_E2E_CACHE_DIR;

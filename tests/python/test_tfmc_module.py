@@ -100,9 +100,9 @@ def test_ids_equal_fixture():
     assert t.translate_ids(src, max_length=20, max_length_factor=0) == expected
     with pytest.raises(ValueError, match="outside the source vocabulary"):
         t.translate_ids([[5], [10**6]])
-    with pytest.raises(RuntimeError, match=r"min length must not exceed max length \(20\)"):
+    with pytest.raises(tfmc.OptionError, match=r"min length must not exceed max length \(20\)"):
         t.translate_ids(src, min_length=21, max_length=20)
-    with pytest.raises(RuntimeError, match=r"min length must not exceed the model's max_len \(64\)"):
+    with pytest.raises(tfmc.OptionError, match=r"min length must not exceed the model's max_len \(64\)"):
         t.translate_ids(src, min_length=65, max_length=100)
 
 
@@ -123,6 +123,26 @@ def test_encoder_states_equal_reference():
         t.translate_ids([[5, 6]])
 
 
+def test_bad_option_values_are_option_errors(zh_en):
+    # A ValueError, as Python code expects of a bad argument, and a
+    # RuntimeError, as these were before; a model that cannot load is not.
+    assert issubclass(tfmc.OptionError, ValueError)
+    assert issubclass(tfmc.OptionError, RuntimeError)
+    for kwargs in [dict(threads=0), dict(kernels="fast"), dict(compute_type="int4")]:
+        with pytest.raises(tfmc.OptionError):
+            tfmc.Translator(ZH_EN, **kwargs)
+    for kwargs in [dict(beam_size=0), dict(beam_size=2, n_best=3), dict(max_length=0),
+                   dict(length_penalty=float("nan")), dict(max_length_factor=float("inf")),
+                   dict(repetition_penalty=0.0), dict(batch_size=0), dict(errors="warn")]:
+        with pytest.raises(tfmc.OptionError):
+            zh_en.translate(["谢谢。"], **kwargs)
+        with pytest.raises(ValueError):
+            zh_en.translate_ids([[5, 6]], **{k: v for k, v in kwargs.items()})
+    with pytest.raises(RuntimeError) as e:
+        tfmc.Translator("/nonexistent/missing.json")
+    assert not isinstance(e.value, tfmc.OptionError)
+
+
 def test_load_errors():
     with pytest.raises(RuntimeError, match="missing.json: cannot open file"):
         tfmc.Translator("/nonexistent/missing.json")
@@ -135,12 +155,12 @@ def test_load_errors():
     import pathlib
     assert tfmc.Translator(pathlib.Path(ZH_EN)).translate(["谢谢。"]) == \
         tfmc.Translator(ZH_EN.encode()).translate(["谢谢。"])
-    with pytest.raises(ValueError, match="compute_type"):
+    with pytest.raises(tfmc.OptionError, match="compute type: expected"):
         tfmc.Translator(ZH_EN, compute_type="int4")
-    with pytest.raises(ValueError, match="kv_type: expected 'auto', 'float32' or 'float16', got 'int8'"):
+    with pytest.raises(tfmc.OptionError, match="kv type: expected 'auto', 'float32' or 'float16', got 'int8'"):
         tfmc.Translator(ZH_EN, kv_type="int8")
     for rows in (0, 257):
-        with pytest.raises(RuntimeError, match="warm-up rows must be between 1 and 256"):
+        with pytest.raises(tfmc.OptionError, match="warm-up rows must be between 1 and 256"):
             tfmc.Translator(ZH_EN, warm_up_rows=rows)
 
 
