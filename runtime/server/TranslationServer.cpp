@@ -349,6 +349,16 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Delete("/v1/translate", postOnly);
   http.Patch("/v1/translate", postOnly);
   http.Options("/v1/translate", postOnly);
+  // ... and /health for GET only.
+  auto getOnly = [](const httplib::Request &, httplib::Response &res) {
+    res.set_header("Allow", "GET");
+    replyError(res, 405, "/health takes GET");
+  };
+  http.Post("/health", getOnly);
+  http.Put("/health", getOnly);
+  http.Delete("/health", getOnly);
+  http.Patch("/health", getOnly);
+  http.Options("/health", getOnly);
   // The body is read through a content reader: httplib's own reading
   // would cap a body sent as application/x-www-form-urlencoded (what
   // `curl -d` and urllib send by default) at 8 KiB instead of

@@ -320,6 +320,11 @@ def main():
     r = conn.getresponse()
     assert r.status == 405 and r.getheader("Allow") == "POST", (r.status, r.read())
     r.read()
+    for method in ("OPTIONS", "POST", "DELETE"):
+        conn.request(method, "/health")
+        r = conn.getresponse()
+        assert r.status == 405 and r.getheader("Allow") == "GET", (method, r.status, r.read())
+        r.read()
     # A kept-alive connection still serves request after request.
     conn.request("POST", "/v1/translate", body=json.dumps({"text": ["谢谢。"]}),
                  headers={"Content-Type": "application/json"})
