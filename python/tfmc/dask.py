@@ -126,7 +126,9 @@ def main(argv=None):
          "--max-length-factor must be a finite number, not negative"),
         (args.max_length_offset >= 0, "--max-length-offset must not be negative"),
         (args.batch_size >= 1, "--batch-size must be at least 1"),
-        (os.path.isfile(args.model), f"{args.model}: no such model file"),
+        # With --scheduler the workers open the model, which the client
+        # need not have (a submit host without the cluster's mounts).
+        (args.scheduler or os.path.isfile(args.model), f"{args.model}: no such model file"),
     ]
     for ok, message in checks:
         if not ok:

@@ -226,11 +226,8 @@ TEST(Api, ConcurrentCallersGetTheResultsOfOne) {
     EXPECT_EQ(failures[c], "") << "thread " << c;
 }
 
-/// LoadOptions::kvType: a bad name is a load error that says what it
-/// expects; "float16" reaches the compiled model (its fused stage, dumped,
-/// keeps the self caches as f16 under float32 weights) and translates these
-/// sentences as float32 keys/values do (both checked against the reference
-/// in the e2e fixtures' tests).
+/// loadOptionsError and optionsError say what load and translate would
+/// refuse, without loading or running, in the same words.
 TEST(Api, OptionsAreCheckedWithoutRunning) {
   tfmc::LoadOptions load;
   EXPECT_EQ(tfmc::loadOptionsError(load), "");
@@ -256,6 +253,11 @@ TEST(Api, OptionsAreCheckedWithoutRunning) {
                                "max_len (256)");
 }
 
+/// LoadOptions::kvType: a bad name is a load error that says what it
+/// expects; "float16" reaches the compiled model (its fused stage, dumped,
+/// keeps the self caches as f16 under float32 weights) and translates these
+/// sentences as float32 keys/values do (both checked against the reference
+/// in the e2e fixtures' tests).
 TEST(Api, KeyValueTypeIsALoadOption) {
   tfmc::LoadOptions load;
   load.cacheDir = TFMC_E2E_CACHE_DIR;
