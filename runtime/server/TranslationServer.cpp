@@ -162,6 +162,32 @@ void replyError(httplib::Response &res, int status, const std::string &what) {
   reply(res, status, json{{"error", what}});
 }
 
+/// Registers a 405 (with `Allow: allowed`) for every method but `allowed`
+/// on `path`.
+void refuseOtherMethods(httplib::Server &http, const std::string &path,
+                        const std::string &allowed) {
+  httplib::Server::Handler refuse = [path, allowed](const httplib::Request &,
+                                                    httplib::Response &res) {
+    res.set_header("Allow", allowed);
+    replyError(res, 405, path + " takes " + allowed);
+  };
+  using Register = httplib::Server &(
+      httplib::Server::*)(const std::string &, httplib::Server::Handler);
+  struct Method {
+    const char *name;
+    Register add;
+  };
+  const Method methods[] = {{"GET", &httplib::Server::Get},
+                            {"POST", &httplib::Server::Post},
+                            {"PUT", &httplib::Server::Put},
+                            {"DELETE", &httplib::Server::Delete},
+                            {"PATCH", &httplib::Server::Patch},
+                            {"OPTIONS", &httplib::Server::Options}};
+  for (const Method &m : methods)
+    if (allowed != m.name)
+      (http.*m.add)(path, refuse);
+}
+
 /// Why the length of a request's body is not plain, or "": a
 /// Content-Length or Transfer-Encoding header whose name has blanks around
 /// it (httplib keeps such a header apart and ignores it), a Content-Length
@@ -338,27 +364,10 @@ int serve(Translator &translator, const ServerOptions &options,
   http.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     reply(res, 200, json{{"status", "ok"}});
   });
-  // The translation endpoint exists for POST only: other methods are told
-  // so (405), not that the path is unknown (404).
-  auto postOnly = [](const httplib::Request &, httplib::Response &res) {
-    res.set_header("Allow", "POST");
-    replyError(res, 405, "/v1/translate takes POST");
-  };
-  http.Get("/v1/translate", postOnly);
-  http.Put("/v1/translate", postOnly);
-  http.Delete("/v1/translate", postOnly);
-  http.Patch("/v1/translate", postOnly);
-  http.Options("/v1/translate", postOnly);
-  // ... and /health for GET only.
-  auto getOnly = [](const httplib::Request &, httplib::Response &res) {
-    res.set_header("Allow", "GET");
-    replyError(res, 405, "/health takes GET");
-  };
-  http.Post("/health", getOnly);
-  http.Put("/health", getOnly);
-  http.Delete("/health", getOnly);
-  http.Patch("/health", getOnly);
-  http.Options("/health", getOnly);
+  // Each endpoint exists for one method: the others are told so (405),
+  // not that the path is unknown (404).
+  refuseOtherMethods(http, "/health", "GET");
+  refuseOtherMethods(http, "/v1/translate", "POST");
   // The body is read through a content reader: httplib's own reading
   // would cap a body sent as application/x-www-form-urlencoded (what
   // `curl -d` and urllib send by default) at 8 KiB instead of
