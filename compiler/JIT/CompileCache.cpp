@@ -13,6 +13,7 @@
 #include "compiler/JIT/CompileCache.h"
 
 #include "frontends/model/CacheDirectory.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -170,11 +171,9 @@ bool CompileCache::store(llvm::StringRef key, llvm::StringRef metadata,
     llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
     out << text;
     out.close();
-    if (out.has_error()) {
-      std::string message = out.error().message();
-      out.clear_error();
+    if (std::error_code ec = tfmc::frontend::takeWriteError(out)) {
       llvm::sys::fs::remove(temp);
-      warn("cannot write " + std::string(temp) + ": " + message +
+      warn("cannot write " + std::string(temp) + ": " + ec.message() +
            "; continuing without caching");
       return false;
     }

@@ -1,5 +1,6 @@
 //===- PerfMap.cpp - JIT function names for perf --------------------------===//
 #include "compiler/JIT/PerfMap.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
@@ -93,10 +94,7 @@ void mlir::tfm::appendPerfMap(llvm::orc::LLJIT &jit, llvm::StringRef object) {
   }
   map << lines;
   map.close();
-  if (map.has_error()) {
-    // Cleared: a stream destroyed with its error set is a fatal error.
+  if (std::error_code ec = tfmc::frontend::takeWriteError(map))
     llvm::errs() << "warning: TFMC_PERF_MAP: cannot write " << path << ": "
-                 << map.error().message() << "\n";
-    map.clear_error();
-  }
+                 << ec.message() << "\n";
 }

@@ -1,5 +1,6 @@
 //===- OpGraph.cpp - the fused graph as a picture -------------------------===//
 #include "compiler/Pipelines/OpGraph.h"
+#include "frontends/model/FileSupport.h"
 
 #include "dialects/tfm/IR/TfmDialect.h"
 #include "dialects/tfm/IR/TfmOps.h"
@@ -283,12 +284,9 @@ llvm::Expected<std::string> mlir::tfm::renderSvg(llvm::StringRef dot) {
     }
     os << dot;
     os.close();
-    if (os.has_error()) {
-      // Cleared: a stream destroyed with its error set is a fatal error.
-      std::string message = os.error().message();
-      os.clear_error();
+    if (std::error_code ec = tfmc::frontend::takeWriteError(os)) {
       cleanup();
-      return fail("cannot write '" + in + "': " + message);
+      return fail("cannot write '" + in + "': " + ec.message());
     }
   }
   std::optional<llvm::StringRef> redirects[] = {

@@ -1,5 +1,6 @@
 //===- Pipelines.cpp - the tfm stage ladder -------------------------------===//
 #include "compiler/Pipelines/Pipelines.h"
+#include "frontends/model/FileSupport.h"
 
 #include "compiler/Conversion/Passes.h"
 #include "dialects/tfm/IR/TfmOps.h"
@@ -166,13 +167,9 @@ llvm::Error mlir::tfm::dumpStage(llvm::StringRef dumpDir, Stage stage,
                                    ec.message().c_str());
   os << text;
   os.close();
-  if (os.has_error()) {
-    // Cleared: a stream destroyed with its error set is a fatal error.
-    std::error_code error = os.error();
-    os.clear_error();
+  if (std::error_code error = tfmc::frontend::takeWriteError(os))
     return llvm::createStringError(error, "cannot write '%s': %s", path.c_str(),
                                    error.message().c_str());
-  }
   return llvm::Error::success();
 }
 

@@ -92,6 +92,12 @@ std::string tfmc::frontend::formatShape(ArrayRef<int64_t> values) {
   return s;
 }
 
+std::error_code tfmc::frontend::takeWriteError(raw_fd_ostream &os) {
+  std::error_code ec = os.error();
+  os.clear_error();
+  return ec;
+}
+
 std::optional<size_t> tfmc::frontend::nestingBeyond(StringRef json,
                                                     size_t limit) {
   size_t depth = 0;

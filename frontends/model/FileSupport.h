@@ -11,6 +11,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
+
+namespace llvm {
+class raw_fd_ostream;
+} // namespace llvm
 
 namespace tfmc::frontend {
 
@@ -43,6 +48,11 @@ struct FileIdentity {
 /// bytes).
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 openFile(llvm::StringRef path, FileIdentity *identity = nullptr);
+
+/// The write error `os` met (a full disk), or none, cleared: a stream
+/// destroyed with its error still set ends the process with "LLVM ERROR".
+/// Call after flush() or close().
+std::error_code takeWriteError(llvm::raw_fd_ostream &os);
 
 /// "[2, 3]": a shape or an offset pair in messages.
 std::string formatShape(llvm::ArrayRef<int64_t> values);

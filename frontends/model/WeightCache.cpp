@@ -13,6 +13,7 @@
 #include "frontends/model/WeightCache.h"
 
 #include "frontends/model/CacheDirectory.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
@@ -172,11 +173,9 @@ bool WeightCache::store(ArrayRef<Slot> slots, ArrayRef<const float *> data,
     out.flush();
     // (For any path but "-" and "/dev/null" the stream is a raw_fd_ostream.)
     auto &file = static_cast<raw_fd_ostream &>(out);
-    if (!file.has_error())
-      return Error::success();
-    std::error_code ec = file.error();
-    file.clear_error();
-    return errorCodeToError(ec);
+    if (std::error_code ec = takeWriteError(file))
+      return errorCodeToError(ec);
+    return Error::success();
   });
   if (written) {
     // (writeToOutput's messages name the file already.)

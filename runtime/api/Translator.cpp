@@ -1,6 +1,7 @@
 //===- Translator.cpp - tfmc's C++ API ------------------------------------===//
 #include "runtime/api/TranslatorImpl.h"
 
+#include "frontends/model/FileSupport.h"
 #include "frontends/model/Model.h"
 #include "runtime/decoding/RepetitionGuards.h"
 #include "runtime/kernels/KernelAbi.h"
@@ -638,12 +639,10 @@ Result<StreamStats> Translator::translateStream(int in, int out,
   std::string written;
   auto settle = [&](llvm::raw_fd_ostream &os, const char *name, int fd) {
     os.flush();
-    if (!os.has_error())
-      return;
-    if (written.empty())
+    std::error_code ec = frontend::takeWriteError(os);
+    if (ec && written.empty())
       written = std::string(name) + ": cannot write to file descriptor " +
-                std::to_string(fd) + ": " + os.error().message();
-    os.clear_error();
+                std::to_string(fd) + ": " + ec.message();
   };
   settle(outStream, "output", out);
   settle(diagStream, "diagnostics", diagnostics);

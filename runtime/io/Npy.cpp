@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
+#include "frontends/model/FileSupport.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -48,12 +49,8 @@ llvm::Error tfmc::runtime::writeNpy(llvm::StringRef path,
   os.write(reinterpret_cast<const char *>(values.data()),
            values.size() * sizeof(float));
   os.close();
-  if (os.has_error()) {
-    // Cleared: a stream destroyed with its error set is a fatal error.
-    std::string message = os.error().message();
-    os.clear_error();
-    return error(path, "cannot write: " + message);
-  }
+  if (std::error_code ec = frontend::takeWriteError(os))
+    return error(path, "cannot write: " + ec.message());
   return llvm::Error::success();
 }
 

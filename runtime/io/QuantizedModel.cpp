@@ -163,11 +163,7 @@ tfmc::runtime::writeQuantizedModel(const frontend::Model &model,
     return error(formatv("{0}: cannot write: {1}", json, ec.message()));
   out << formatv("{0:2}", json::Value(std::move(top))) << "\n";
   out.close();
-  if (out.has_error()) {
-    // Cleared: a stream destroyed with its error set is a fatal error.
-    std::string message = out.error().message();
-    out.clear_error();
-    return error(formatv("{0}: cannot write: {1}", json, message));
-  }
+  if (std::error_code ec = frontend::takeWriteError(out))
+    return error(formatv("{0}: cannot write: {1}", json, ec.message()));
   return summary;
 }

@@ -5,6 +5,7 @@
 // without tearing down what the command left (dispatch() in Command.h).
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/model/FileSupport.h"
 #include "tools/tfmc/Command.h"
 
 #include "llvm/Support/Allocator.h"
@@ -149,9 +150,7 @@ int dispatch(int argc, char **argv,
       // What went to standard output must have been written (`tfmc score
       // > /dev/full` said nothing and exited 0).
       llvm::outs().flush();
-      if (llvm::outs().has_error()) {
-        std::error_code ec = llvm::outs().error();
-        llvm::outs().clear_error();
+      if (std::error_code ec = frontend::takeWriteError(llvm::outs())) {
         // One error line: a command that failed has said why already.
         if (status == 0)
           status = ec == std::errc::broken_pipe

@@ -316,10 +316,9 @@ void warnIfNotNumbers(llvm::ArrayRef<float> values, llvm::StringRef what) {
 
 llvm::Error finishOutput(llvm::raw_fd_ostream &os, llvm::StringRef path) {
   os.flush();
-  if (!os.has_error())
+  std::error_code ec = frontend::takeWriteError(os);
+  if (!ec)
     return llvm::Error::success();
-  std::error_code ec = os.error();
-  os.clear_error();
   std::string name =
       path.empty() || path == "-" ? "standard output" : path.str();
   return llvm::createStringError(ec, "%s: cannot write: %s", name.c_str(),
