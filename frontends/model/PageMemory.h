@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <vector>
 
@@ -37,9 +38,13 @@ namespace tfmc::pages {
 
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
-/// Exceptions are off in most of tfmc: running out of memory ends the
-/// process with one line, as LLVM's allocation failures do.
+/// Exceptions are off in most of tfmc: running out of memory here ends the
+/// process, through the process's new-handler where one is set (the tfmc
+/// command's prints one `error:` line and exits with status 71), else with
+/// one line and an abort.
 [[noreturn]] inline void outOfMemory() {
+  if (std::new_handler handler = std::get_new_handler())
+    handler();
   std::fputs("tfmc: out of memory\n", stderr);
   std::abort();
 }

@@ -4,7 +4,8 @@
 // after its last use, so a decoder step would otherwise call the system
 // allocator for each op, and buffers above glibc's mmap threshold (FFN
 // hidden rows, logits) would be mapped, faulted in and unmapped every step.
-// The JIT resolves compiled code's `malloc`/`free` to this pool instead,
+// The JIT resolves compiled code's `malloc`/`free` to this pool instead
+// (through CompiledCall.h, which ends a call whose allocation fails),
 // and the decoder's large buffers (KV caches above 2 MB, DecoderArena.h)
 // come from it too: freed blocks are kept per size class and handed out
 // again, so from the second step on a decoder step makes no system
@@ -52,6 +53,7 @@
 // heap blocks to their peak too (at most 24 MB idle before).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/kernels/CompiledCall.h"
 #include "runtime/kernels/KernelAbi.h"
 
 #include "frontends/model/PageMemory.h"
@@ -337,8 +339,8 @@ tfmc::runtime::PoolCounters tfmc::runtime::bufferPoolCounters() {
 
 std::vector<std::pair<std::string, void *>>
 tfmc::runtime::bufferPoolSymbols() {
-  return {{"malloc", reinterpret_cast<void *>(&poolMalloc)},
-          {"free", reinterpret_cast<void *>(&poolFree)}};
+  return {{"malloc", reinterpret_cast<void *>(&tfmc::runtime::compiledMalloc)},
+          {"free", reinterpret_cast<void *>(&tfmc::runtime::compiledFree)}};
 }
 
 void *tfmc::runtime::poolAllocate(size_t bytes) { return poolMalloc(bytes); }

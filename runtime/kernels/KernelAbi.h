@@ -74,7 +74,8 @@ std::string takeKernelError();
 std::vector<std::pair<std::string, void *>> kernelSymbols();
 
 /// `malloc` and `free` for compiled code: a pool that keeps freed buffers
-/// per size class for reuse (BufferPool.cpp).
+/// per size class for reuse (BufferPool.cpp), whose failures end the call
+/// (CompiledCall.h).
 std::vector<std::pair<std::string, void *>> bufferPoolSymbols();
 
 /// Bytes of the pool's huge-page blocks (those above 2 MB): handed out,

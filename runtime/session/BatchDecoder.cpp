@@ -54,6 +54,17 @@ char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
   return reinterpret_cast<char *>(arena.acquire(floats));
 }
 
+void BatchDecoder::noteOutOfMemory(llvm::StringRef what, int64_t bytes) {
+  outOfMemory = true;
+  if (failure)
+    return;
+  failure = llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "out of memory (%s of this batch: %.1f MB could not be allocated; a "
+      "smaller batch needs less)",
+      what.str().c_str(), bytes / 1e6);
+}
+
 /// Bytes of one of a group's buffers: `elements` of `bytes` each, rounded
 /// up to 64.
 static int64_t groupMemberBytes(int64_t elements, int64_t bytes) {
@@ -76,8 +87,14 @@ std::vector<char *> BatchDecoder::acquireGroup(int64_t count, int64_t elements,
   std::vector<char *> group;
   int64_t each = groupMemberBytes(elements, bytes), total = 0;
   if (!sharesOneBuffer(each)) {
-    for (int64_t i = 0; i < count; ++i)
-      group.push_back(acquire(each, 1));
+    for (int64_t i = 0; i < count; ++i) {
+      char *buffer = acquire(each, 1);
+      if (!buffer) {
+        releaseGroup(group);
+        return group;
+      }
+      group.push_back(buffer);
+    }
     return group;
   }
   if (count <= 0)
@@ -90,6 +107,8 @@ std::vector<char *> BatchDecoder::acquireGroup(int64_t count, int64_t elements,
   // cleared, again (0.7 ms a batch of the bundled model).
   char *base = reinterpret_cast<char *>(
       arena.acquireOwn((total + sizeof(float) - 1) / sizeof(float)));
+  if (!base)
+    return group;
   for (int64_t i = 0; i < count; ++i)
     group.push_back(base + i * each);
   return group;
@@ -123,6 +142,9 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
   // buffers are idle in the pool they come from, and they take those pages
   // rather than fresh ones (DecoderArena.h).
   cross = acquireGroup(2 * layers, src.rows * src.length * dModel, crossBytes);
+  if (layers > 0 && cross.empty())
+    noteOutOfMemory("the cross-attention keys and values",
+                    2 * layers * src.rows * src.length * dModel * crossBytes);
   // Slot r holds row r; the other slots hold no hypothesis yet.
   slotRow.resize(slots);
   for (int64_t s = 0; s < slots; ++s)
@@ -133,6 +155,8 @@ BatchDecoder::BatchDecoder(CallFrame &encode, CallFrame &decodeStep,
             slotLengths.data());
   tokens.resize(slots);
   logits = arena.acquire(slots * vocab);
+  if (!logits)
+    noteOutOfMemory("the logits", slots * vocab * int64_t(sizeof(float)));
 }
 
 BatchDecoder::~BatchDecoder() {
@@ -155,6 +179,8 @@ void BatchDecoder::bindSources(CallFrame &f, int64_t first, int64_t count) {
 }
 
 llvm::Error BatchDecoder::encode() {
+  if (outOfMemory)
+    return takeError();
   CallFrame &f = encodeFrame;
   // The encoder writes what decode_step reads: their element types agree.
   if (layers > 0 && elementBytes(f, f.find("cross_key.0")) != crossBytes)
@@ -223,10 +249,10 @@ llvm::Error BatchDecoder::takeError() {
   return std::move(failure);
 }
 
-void BatchDecoder::growSelfCaches(int64_t positions) {
+bool BatchDecoder::growSelfCaches(int64_t positions) {
   int64_t grown = std::min(limit, positions);
   if (grown <= capacity)
-    return;
+    return true;
   profile::Scope scope(profile::Region::CacheMoves);
   int64_t oldRow = capacity * dModel * selfBytes,
           newRow = grown * dModel * selfBytes;
@@ -241,7 +267,11 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
     // Buffers of their own, and so the larger new ones too: one at a time,
     // so that each new one can take the pages the one before gave back.
     for (char *&buffer : self) {
+      // A cache that cannot grow leaves those before it grown, which is
+      // harmless: capacity stays, and no step runs after this.
       char *bigger = acquire(slots * grown * dModel, selfBytes);
+      if (!bigger)
+        return false;
       copy(bigger, buffer);
       arena.release(reinterpret_cast<float *>(buffer));
       buffer = bigger;
@@ -250,12 +280,15 @@ void BatchDecoder::growSelfCaches(int64_t positions) {
     // A shared buffer goes back only once every cache has left it.
     std::vector<char *> bigger =
         acquireGroup(count, slots * grown * dModel, selfBytes);
+    if (bigger.empty() && count > 0)
+      return false;
     for (int64_t b = 0; b < count; ++b)
       copy(bigger[b], self[b]);
     releaseGroup(self);
     self = std::move(bigger);
   }
   capacity = grown;
+  return true;
 }
 
 void BatchDecoder::bindSlots(CallFrame &f, int64_t first, int64_t count) {
@@ -305,10 +338,24 @@ void BatchDecoder::useTeam(StepTeam &stepTeam,
 bool BatchDecoder::runStep(
     StepKind kind, llvm::ArrayRef<int32_t> next,
     llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
-  if (self.empty())
+  if (outOfMemory)
+    return false;
+  if (self.empty() && layers > 0) {
     self = acquireGroup(2 * layers, slots * capacity * dModel, selfBytes);
-  if (position >= capacity)
-    growSelfCaches(grownCapacity(capacity, limit));
+    if (self.empty()) {
+      noteOutOfMemory("the self-attention caches",
+                      2 * layers * slots * capacity * dModel * selfBytes);
+      return false;
+    }
+  }
+  if (position >= capacity) {
+    int64_t grown = grownCapacity(capacity, limit);
+    if (!growSelfCaches(grown)) {
+      noteOutOfMemory("the self-attention caches",
+                      2 * layers * slots * grown * dModel * selfBytes);
+      return false;
+    }
+  }
   std::copy(next.begin(), next.end(), tokens.data());
   auto start = std::chrono::steady_clock::now();
   rows += active;

@@ -140,8 +140,12 @@ private:
   bool runStep(StepKind kind, llvm::ArrayRef<int32_t> next,
                llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn);
   /// Makes room for `positions` positions per slot (at most `limit`),
-  /// keeping the filled ones.
-  void growSelfCaches(int64_t positions);
+  /// keeping the filled ones; false when the memory is not there (the
+  /// caches are then as they were).
+  bool growSelfCaches(int64_t positions);
+  /// Keeps "out of memory" as the batch's failure (unless it has one) for
+  /// `what`, `bytes` of it: no step runs after it.
+  void noteOutOfMemory(llvm::StringRef what, int64_t bytes);
 
   CallFrame &encodeFrame, &frame;
   DecoderArena &arena;
@@ -152,12 +156,14 @@ private:
   int64_t active = 0, position = 0;
   double stepTime = 0;
   int64_t rows = 0;
-  /// Bytes of `elements` keys/values from the arena.
+  /// Bytes of `elements` keys/values from the arena; nullptr when the
+  /// memory is not there.
   char *acquire(int64_t elements, int64_t elementBytes);
   /// `count` buffers of `elements` keys/values each, 64-byte aligned. Up
   /// to DecoderArena::pooledBytes() each they are cut from one of the
   /// arena's own buffers: together they are large enough for huge pages,
-  /// where each alone would be small pages (DecoderArena.h).
+  /// where each alone would be small pages (DecoderArena.h). Empty when
+  /// the memory is not there (what was taken is given back).
   std::vector<char *> acquireGroup(int64_t count, int64_t elements,
                                    int64_t elementBytes);
   /// Gives a group from acquireGroup back to the arena and empties it.
@@ -196,6 +202,8 @@ private:
   void bindChoiceInputs(CallFrame &f, int64_t first, int64_t count);
   int64_t eosId = 0;
   llvm::Error failure = llvm::Error::success();
+  /// The caches could not be had: steps no longer run.
+  bool outOfMemory = false;
   std::function<void()> release;
 };
 

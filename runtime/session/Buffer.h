@@ -42,21 +42,33 @@ public:
   /// (mremap): the pages already touched stay resident and need no new
   /// faults or zeroing, only the new tail does.
   void growUninitialized(size_t n) {
+    if (!tryGrowUninitialized(n))
+      llvm::report_bad_alloc_error("tfmc: out of memory");
+  }
+  /// The same; false when the memory is not there (the buffer is then as
+  /// it was).
+  [[nodiscard]] bool tryGrowUninitialized(size_t n) {
     if (n <= count && ptr)
-      return;
+      return true;
+    if (n > (SIZE_MAX - 63) / sizeof(T))
+      return false;
     if (!mappedBytes) {
-      allocate(n, /*zero=*/false);
-      return;
+      Buffer grown;
+      if (!grown.tryAllocate(n, /*zero=*/false))
+        return false;
+      *this = std::move(grown);
+      return true;
     }
     size_t bytes = mappingBytes(roundedBytes(n));
     void *memory = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
     if (memory == MAP_FAILED)
-      llvm::report_bad_alloc_error("tfmc: out of memory");
+      return false;
     if (pages::mapped(bytes) && pages::adviseHugePages())
       ::madvise(memory, bytes, MADV_HUGEPAGE);
     ptr = static_cast<T *>(memory);
     mappedBytes = bytes;
     count = n;
+    return true;
   }
 
   T *data() { return ptr; }
@@ -87,6 +99,14 @@ private:
 
   void allocate(size_t n, bool zero) {
     release();
+    if (!tryAllocate(n, zero))
+      llvm::report_bad_alloc_error("tfmc: out of memory");
+  }
+  /// Takes `n` elements when the buffer holds none; false when the memory
+  /// is not there.
+  bool tryAllocate(size_t n, bool zero) {
+    if (n > (SIZE_MAX - 63) / sizeof(T))
+      return false;
     size_t bytes = roundedBytes(n);
     if (bytes >= kMappedBytes) {
       // Fresh anonymous pages read as zero: no memset needed.
@@ -100,17 +120,18 @@ private:
           memory = nullptr;
       }
       if (!memory)
-        llvm::report_bad_alloc_error("tfmc: out of memory");
+        return false;
       ptr = static_cast<T *>(memory);
       mappedBytes = mappingBytes(bytes);
     } else {
       ptr = static_cast<T *>(std::aligned_alloc(64, bytes ? bytes : 64));
       if (!ptr)
-        llvm::report_bad_alloc_error("tfmc: out of memory");
+        return false;
       if (zero)
         std::memset(ptr, 0, bytes);
     }
     count = n;
+    return true;
   }
 
   T *ptr = nullptr;

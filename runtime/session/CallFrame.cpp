@@ -1,6 +1,7 @@
 //===- CallFrame.cpp - arguments of one compiled function -----------------===//
 #include "runtime/session/CallFrame.h"
 
+#include "runtime/kernels/CompiledCall.h"
 #include "runtime/kernels/KernelAbi.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -78,8 +79,13 @@ llvm::Error CallFrame::call() {
       llvm::report_fatal_error("tfmc: argument '" +
                                llvm::Twine(fn.args[i].name) + "' of '" +
                                fn.name + "' is not bound");
-  fn.entry(packed.data());
+  size_t failedBytes = callCompiled(fn.entry, packed.data());
   std::string error = takeKernelError();
+  if (failedBytes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "in '%s': out of memory (a buffer of %.1f MB could not be allocated)",
+        fn.name.c_str(), failedBytes / 1e6);
   if (!error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "in '%s': %s", fn.name.c_str(),

@@ -30,7 +30,8 @@ public:
             llvm::ArrayRef<int64_t> shape);
   void bindScalar(llvm::StringRef name, int64_t value);
   /// Calls the function; every argument must have been bound. Fails when a
-  /// library kernel reported an error during the call.
+  /// library kernel reported an error during the call, or when a buffer of
+  /// the compiled code could not be allocated (the call ends there).
   llvm::Error call();
 
   const CompiledFunction &function() const { return fn; }

@@ -36,8 +36,6 @@
 #include "runtime/kernels/KernelAbi.h"
 #include "runtime/session/Buffer.h"
 
-#include "llvm/Support/ErrorHandling.h"
-
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -66,14 +64,15 @@ public:
   DecoderArena &operator=(const DecoderArena &) = delete;
   ~DecoderArena() { releasePooled(); }
 
-  /// `count` floats, 64-byte aligned, until releaseAll().
+  /// `count` floats, 64-byte aligned, until releaseAll(); nullptr when the
+  /// memory is not there.
   float *acquire(size_t count) {
     if (count > pooledBytes() / sizeof(float)) {
       if (count > SIZE_MAX / sizeof(float))
-        llvm::report_bad_alloc_error("tfmc: out of memory");
+        return nullptr;
       void *p = poolAllocate(count * sizeof(float));
       if (!p)
-        llvm::report_bad_alloc_error("tfmc: out of memory");
+        return nullptr;
       pooled.push_back(static_cast<float *>(p));
       return pooled.back();
     }
@@ -81,7 +80,7 @@ public:
   }
   /// `count` floats from the arena's own buffers whatever the size (kept
   /// from batch to batch and grown in place; from 2 MB huge pages), until
-  /// releaseAll().
+  /// releaseAll(); nullptr when the memory is not there.
   float *acquireOwn(size_t count) {
     Slot *best = nullptr;
     for (auto &slot : slots)
@@ -102,7 +101,10 @@ public:
         best = slots.back().get();
       }
       size_t held = best->buffer.size();
-      best->buffer.growUninitialized(std::max(count, held + held / 2));
+      if (!best->buffer.tryGrowUninitialized(
+              std::max(count, held + held / 2)) &&
+          !best->buffer.tryGrowUninitialized(count))
+        return nullptr;
     }
     best->used = true;
     return best->buffer.data();

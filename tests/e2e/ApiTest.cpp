@@ -6,8 +6,8 @@
 // translateStream's failures to write come back as an error result (an
 // llvm stream left in error ended the process), greedy scores on request
 // equal `tfmc translate --scores`' (a beam of one), the stream counts
-// unreadable lines, and one Translator serves several threads at once with
-// the results of one.
+// unreadable lines, one Translator serves several threads at once with
+// the results of one, and compiled code out of memory is an error result.
 //
 //===----------------------------------------------------------------------===//
 #include "tfmc/Translator.h"
@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -68,6 +70,16 @@ struct ScratchFile {
   }
   std::string path;
 };
+
+/// The process's address space now (VmSize), in bytes.
+size_t virtualBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0)
+      return std::stoull(line.substr(7)) * 1024;
+  return 0;
+}
 
 std::string lines(const std::vector<std::string> &sentences) {
   std::string text;
@@ -290,6 +302,69 @@ TEST(Api, KeyValueTypeIsALoadOption) {
   ASSERT_EQ(got->size(), want->size());
   for (size_t i = 0; i < want->size(); ++i)
     EXPECT_EQ((*got)[i].best().text, (*want)[i].best().text) << "line " << i;
+}
+
+/// Compiled code that cannot get a buffer (here: a batch too large for the
+/// address space the test leaves the process) makes the call an error that
+/// says so, where it was a segfault inside JIT code (CompiledCall.h); so
+/// does a batch whose decoder caches cannot be had (LLVM's abort before);
+/// the translator then works as before.
+TEST(Api, OutOfMemoryInCompiledCodeIsAnError) {
+  tfmc::LoadOptions load;
+  load.cacheDir = TFMC_E2E_CACHE_DIR;
+  load.encoderStates = true;
+  auto t = tfmc::Translator::load(
+      std::string(TFMC_SOURCE_DIR) + "/examples/zh-en/model.json", load);
+  ASSERT_TRUE(t) << t.error();
+  std::vector<std::vector<int32_t>> small = {{10, 20, 30}, {40, 50}};
+  auto before = (*t)->encode(small);
+  ASSERT_TRUE(before) << before.error();
+  // 5,000 rows of 200 tokens: states of ~1 GB, which the runtime allocates
+  // before the call (within the limit below), and ~4 GB of feed-forward
+  // rows, which the compiled encoder allocates (beyond it).
+  std::vector<std::vector<int32_t>> huge(5000, std::vector<int32_t>(200));
+  for (size_t r = 0; r < huge.size(); ++r)
+    for (size_t i = 0; i < huge[r].size(); ++i)
+      huge[r][i] = static_cast<int32_t>(5 + (r * 7 + i * 13) % 3000);
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit limited = saved;
+  limited.rlim_cur = virtualBytes() + (size_t(5) << 29);
+  if (saved.rlim_cur != RLIM_INFINITY)
+    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  auto refused = (*t)->encode(huge);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("out of memory"), std::string::npos)
+      << refused.error();
+  // A batch of 1,500 sources of 120 tokens: the decoder's cross-attention
+  // keys and values (~1.1 GB), which the runtime takes, do not fit in
+  // 512 MB more either.
+  std::vector<std::vector<int32_t>> wide(1500, std::vector<int32_t>(120));
+  for (size_t r = 0; r < wide.size(); ++r)
+    for (size_t i = 0; i < wide[r].size(); ++i)
+      wide[r][i] = static_cast<int32_t>(5 + (r * 11 + i * 17) % 3000);
+  tfmc::TranslateOptions options = (*t)->defaultOptions();
+  options.batchSize = 1500;
+  limited.rlim_cur = virtualBytes() + (size_t(1) << 29);
+  if (saved.rlim_cur != RLIM_INFINITY)
+    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  auto untranslated = (*t)->translateIds(wide, options);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  ASSERT_FALSE(untranslated);
+  EXPECT_NE(untranslated.error().find("out of memory"), std::string::npos)
+      << untranslated.error();
+  auto after = (*t)->encode(small);
+  ASSERT_TRUE(after) << after.error();
+  EXPECT_EQ(after->values, before->values);
+  auto translated = (*t)->translate(kSentences);
+  auto want = bundled().translate(kSentences);
+  ASSERT_TRUE(translated) << translated.error();
+  ASSERT_TRUE(want) << want.error();
+  for (size_t i = 0; i < want->size(); ++i)
+    EXPECT_EQ((*translated)[i].best().text, (*want)[i].best().text);
 }
 
 } // namespace

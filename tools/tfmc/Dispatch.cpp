@@ -9,12 +9,14 @@
 #include "tools/tfmc/Command.h"
 
 #include "llvm/Support/Allocator.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/StringSaver.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -61,11 +63,27 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
   return "";
 }
 
+/// Memory the runtime could not get outside compiled code (the decoder's
+/// caches, an output array) ends the command with one error line and
+/// EX_OSERR, not LLVM's abort; compiled code's own buffers fail their call
+/// instead, which the command reports as any error (CompiledCall.h).
+[[noreturn]] void outOfMemory() {
+  // What is written stays written; nothing here may allocate.
+  llvm::outs().flush();
+  static const char message[] = "error: out of memory\n";
+  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
+  (void)ignored;
+  ::_exit(71);
+}
+
 } // namespace
 
 int dispatch(int argc, char **argv,
              llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
              cl::OptionCategory &category, llvm::StringRef missingCommand) {
+  std::set_new_handler(outOfMemory);
+  llvm::install_bad_alloc_error_handler(
+      [](void *, const char *, bool) { outOfMemory(); });
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tfmc " TFMC_VERSION " (LLVM/MLIR " TFMC_LLVM_VERSION

@@ -1,0 +1,146 @@
+//===- CompiledCallTest.cpp - compiled code that runs out of memory -------===//
+//
+// callCompiled() with stand-ins for compiled code that take their buffers
+// through compiled code's malloc (bufferPoolSymbols): an allocation that
+// fails ends the call at once with its size, the blocks the call held go
+// back to the pool, and the next call runs as before; a step-team member
+// that runs out leaves the others to finish alone, without a hang.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/CompiledCall.h"
+#include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/StepTeam.h"
+
+#include "gtest/gtest.h"
+
+#include <atomic>
+#include <cstring>
+
+using namespace tfmc::runtime;
+
+namespace {
+
+using MallocFn = void *(*)(size_t);
+using FreeFn = void (*)(void *);
+
+/// Compiled code's malloc and free, as the JIT resolves them.
+MallocFn compiledCodeMalloc() {
+  for (auto &[name, fn] : bufferPoolSymbols())
+    if (name == "malloc")
+      return reinterpret_cast<MallocFn>(fn);
+  return nullptr;
+}
+FreeFn compiledCodeFree() {
+  for (auto &[name, fn] : bufferPoolSymbols())
+    if (name == "free")
+      return reinterpret_cast<FreeFn>(fn);
+  return nullptr;
+}
+
+/// More than the pool hands out: its allocation fails on any machine.
+constexpr size_t kTooMuch = size_t(1) << 50;
+
+/// The stand-in's arguments, packed as a compiled entry's are.
+struct StepArguments {
+  size_t lastRequest = 0;
+  bool reachedEnd = false;
+  bool metOthers = false;
+  bool tryMeeting = false;
+};
+
+/// A compiled function's shape: a few live buffers (heap and mapped), one
+/// freed on the way, then a request of `lastRequest` bytes, then the rest
+/// freed.
+void stepStandIn(void **packed) {
+  auto *args = static_cast<StepArguments *>(packed[0]);
+  MallocFn allocate = compiledCodeMalloc();
+  FreeFn release = compiledCodeFree();
+  auto *small = static_cast<char *>(allocate(1000));
+  auto *mapped = static_cast<char *>(allocate(size_t(8) << 20));
+  auto *brief = static_cast<char *>(allocate(5000));
+  std::memset(small, 1, 1000);
+  std::memset(mapped, 1, size_t(8) << 20);
+  brief[0] = 1;
+  release(brief);
+  if (args->tryMeeting) {
+    // A library kernel's meeting, as compiled code reaches one.
+    int member = -1;
+    StepTeam *team = StepTeam::current(member);
+    TeamOffer offer;
+    offer.layer = &kTooMuch;
+    offer.rows = 1;
+    offer.input = small;
+    const TeamOffer *offers = nullptr;
+    if (team && team->meet(offer, offers)) {
+      args->metOthers = true;
+      team->publish(small);
+    }
+  }
+  auto *last = static_cast<char *>(allocate(args->lastRequest));
+  last[0] = 1;
+  release(last);
+  release(mapped);
+  release(small);
+  args->reachedEnd = true;
+}
+
+size_t callStandIn(StepArguments &args) {
+  void *packed[] = {&args};
+  return callCompiled(&stepStandIn, packed);
+}
+
+TEST(CompiledCall, RunsToTheEnd) {
+  StepArguments args;
+  args.lastRequest = 4096;
+  EXPECT_EQ(callStandIn(args), 0u);
+  EXPECT_TRUE(args.reachedEnd);
+}
+
+TEST(CompiledCall, FailedAllocationEndsTheCallAndFreesItsBlocks) {
+  StepArguments warm;
+  warm.lastRequest = 4096;
+  ASSERT_EQ(callStandIn(warm), 0u);
+  PoolCounters before = bufferPoolCounters();
+  StepArguments args;
+  args.lastRequest = kTooMuch;
+  EXPECT_EQ(callStandIn(args), kTooMuch);
+  EXPECT_FALSE(args.reachedEnd);
+  PoolCounters after = bufferPoolCounters();
+  EXPECT_EQ(after.liveMapped, before.liveMapped);
+  EXPECT_EQ(after.liveHeap, before.liveHeap);
+  // The thread's next call starts afresh.
+  StepArguments next;
+  next.lastRequest = 4096;
+  EXPECT_EQ(callStandIn(next), 0u);
+  EXPECT_TRUE(next.reachedEnd);
+  EXPECT_EQ(bufferPoolCounters().liveMapped, before.liveMapped);
+}
+
+TEST(CompiledCall, OutsideACallMallocFailsAsMallocDoes) {
+  MallocFn allocate = compiledCodeMalloc();
+  EXPECT_EQ(allocate(kTooMuch), nullptr);
+  void *block = allocate(100);
+  ASSERT_NE(block, nullptr);
+  compiledCodeFree()(block);
+}
+
+TEST(CompiledCall, StepTeamMemberThatRunsOutLeavesTheOthersAlone) {
+  StepTeam team(2);
+  for (int failing : {0, 1}) {
+    StepArguments args[2];
+    size_t results[2] = {1, 1};
+    auto body = [&](int member) {
+      args[member].tryMeeting = member != failing;
+      args[member].lastRequest = member == failing ? kTooMuch : 4096;
+      results[member] = callStandIn(args[member]);
+    };
+    team.run(body);
+    EXPECT_EQ(results[failing], kTooMuch);
+    EXPECT_FALSE(args[failing].reachedEnd);
+    EXPECT_EQ(results[1 - failing], 0u);
+    EXPECT_TRUE(args[1 - failing].reachedEnd);
+    EXPECT_FALSE(args[1 - failing].metOthers);
+  }
+}
+
+} // namespace
