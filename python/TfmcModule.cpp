@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace py = pybind11;
@@ -128,6 +129,18 @@ public:
       }
     return std::move(*out);
   }
+
+  /// Translator.__new__ without __init__ constructs no PyTranslator, and a
+  /// method called on it gets memory pybind11 allocates then through this
+  /// operator (type_caster_generic's lazy allocation), unconstructed: zeroed
+  /// here, its `translator` reads as null and get() says so (it read what
+  /// an earlier translator had left there, and crashed).
+  static void *operator new(size_t size) {
+    void *memory = ::operator new(size);
+    std::memset(memory, 0, size);
+    return memory;
+  }
+  static void operator delete(void *memory) { ::operator delete(memory); }
 
   tfmc::Translator &get() {
     // Translator.__new__ without __init__ has none.

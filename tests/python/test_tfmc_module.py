@@ -293,3 +293,20 @@ def test_warnings_are_runtime_warnings(tmp_path):
         for i, m in enumerate(messages):
             assert m.startswith(f"sentence {i}: the model's outputs are not numbers")
             assert m.count("not numbers") == 1
+
+
+def test_uninitialised_translator_is_an_error():
+    # Translator.__new__ without __init__: every method raises. The memory
+    # pybind11 hands such an instance is the heap's, so translators made and
+    # freed first leave it non-zero (a segfault before 2026-12-07).
+    for _ in range(3):
+        t = tfmc.Translator(ZH_EN, cache_dir=os.environ.get("TFMC_CACHE_DIR", ""))
+        t.translate(["谢谢。"])
+        del t
+    for _ in range(5):
+        bare = tfmc.Translator.__new__(tfmc.Translator)
+        for call in (lambda: bare.translate(["谢谢。"]), lambda: bare.translate_ids([[5, 6]]),
+                     lambda: bare.encode([[5, 6]]), lambda: bare.configuration,
+                     lambda: bare.source_vocabulary_size):
+            with pytest.raises(RuntimeError, match="this Translator was not initialised"):
+                call()
