@@ -939,6 +939,13 @@ for name, extra, subs in [
     ("opt-compute-type-empty", ["--compute-type="], ["--compute-type"]),
     ("opt-kv-type-empty", ["--kv-type="], ["--kv-type"]),
     ("opt-kv-type-unknown", ["--kv-type", "bfloat16"], ["--kv-type", "bfloat16"]),
+    # llvm::cl keeps the last of a repeated option: the first file would be
+    # silently left out (-i) or left as it was (-o).
+    ("opt-input-twice", ["-i", "{case}/input.txt"], ["-i", "more than once"]),
+    ("opt-output-twice", ["-o", "{case}/a.txt", "-o", "{case}/b.txt"],
+     ["-o", "more than once"]),
+    ("opt-dump-ir-twice", ["--dump-ir", "{case}/a", "--dump-ir", "{case}/b"],
+     ["--dump-ir", "more than once"]),
 ]:
     case(name, OP, [base(), ONE_LINE], translate(*extra), option_error(*subs))
 case("opt-no-model", OP, [], ["{tfmc}", "translate"], option_error())

@@ -76,6 +76,20 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
   ::_exit(71);
 }
 
+/// The first option of `sub` naming a file or a directory that takes one
+/// value and was given more than once (`-i A -i B`), or "": llvm::cl keeps
+/// the last, so the command would read or write one of them without a word.
+std::string repeatedPathOption(cl::SubCommand &sub) {
+  for (auto &entry : sub.OptionsMap) {
+    cl::Option &option = *entry.second;
+    if ((option.ValueStr == "FILE" || option.ValueStr == "DIR") &&
+        option.getNumOccurrencesFlag() == cl::Optional &&
+        option.getNumOccurrences() > 1)
+      return (option.ArgStr.size() == 1 ? "-" : "--") + option.ArgStr.str();
+  }
+  return "";
+}
+
 } // namespace
 
 int dispatch(int argc, char **argv,
@@ -157,6 +171,10 @@ int dispatch(int argc, char **argv,
       std::string empty = emptyPathOption(argc, argv, command->subcommand());
       if (!empty.empty())
         return fail(empty + ": the path is empty");
+      std::string repeated = repeatedPathOption(command->subcommand());
+      if (!repeated.empty())
+        return fail(repeated + " was given more than once (it takes one " +
+                    "path; the command would use only the last)");
       int status = command->run();
       // The commands' options go with them; --timing prints its tree then.
       for (std::unique_ptr<Command> &c : commands)
