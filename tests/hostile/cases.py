@@ -950,7 +950,7 @@ for name, extra, subs in [
     case(name, OP, [base(), ONE_LINE], translate(*extra), option_error(*subs))
 case("opt-no-model", OP, [], ["{tfmc}", "translate"], option_error())
 case("opt-unknown-command", OP, [], ["{tfmc}", "bogus-command"], option_error("bogus-command"))
-case("opt-input-missing", OP, [base()], translate("-i", "{case}/nosuch.txt"),
+case("opt-input-missing", OP, [base()], translate("-i", "{case}/nosuch.txt", stdin=True),
      option_error("nosuch.txt"))
 case("opt-input-directory", OP, [base()], ["{tfmc}", "translate", MODEL, "-i", "{case}"] + CACHE,
      option_error("opt-input-directory"),
