@@ -30,7 +30,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <new>
 #include <string_view>
 #include <vector>
 
@@ -38,13 +37,17 @@ namespace tfmc::pages {
 
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
+/// What outOfMemory() calls first, where a program sets it (the tfmc
+/// command's prints one `error:` line and exits with status 71); it must
+/// not return or throw.
+inline void (*outOfMemoryHandler)() = nullptr;
+
 /// Exceptions are off in most of tfmc: running out of memory here ends the
-/// process, through the process's new-handler where one is set (the tfmc
-/// command's prints one `error:` line and exits with status 71), else with
-/// one line and an abort.
+/// process, through outOfMemoryHandler where one is set, else with one line
+/// and an abort.
 [[noreturn]] inline void outOfMemory() {
-  if (std::new_handler handler = std::get_new_handler())
-    handler();
+  if (outOfMemoryHandler)
+    outOfMemoryHandler();
   std::fputs("tfmc: out of memory\n", stderr);
   std::abort();
 }

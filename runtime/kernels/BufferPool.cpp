@@ -97,9 +97,18 @@ struct Kind {
   size_t live = 0, cached = 0, highWater = 0;
 
   size_t length(size_t cls) const { return header + cls; }
-  void noteLive(size_t bytes) {
+  /// Counts `bytes` more in use; returns the peak before, for forgetLive().
+  size_t noteLive(size_t bytes) {
+    size_t peak = highWater;
     live += bytes;
     highWater = std::max(highWater, live);
+    return peak;
+  }
+  /// Takes back noteLive(bytes) of a block that could not be had: nor does
+  /// it count towards the peak, which bounds the idle blocks kept.
+  void forgetLive(size_t bytes, size_t peakBefore) {
+    live -= bytes;
+    highWater = std::max(peakBefore, live);
   }
   /// Takes an idle block of class `cls` (nullptr: none).
   char *take(size_t cls) {
@@ -144,8 +153,16 @@ public:
     if (size > (size_t(1) << 46))
       return nullptr;
     size_t cls = sizeClass(size);
-    return cls <= kLargestHeapBlock ? allocateHeap(cls)
-                                    : allocateMapped(mappedClass(cls));
+    auto attempt = [&] {
+      return cls <= kLargestHeapBlock ? allocateHeap(cls)
+                                      : allocateMapped(mappedClass(cls));
+    };
+    if (void *block = attempt())
+      return block;
+    // The idle blocks hold memory (and address space, under `ulimit -v`)
+    // the system may need for this one: give them back and try once more.
+    trim();
+    return attempt();
   }
 
   void release(void *payload) {
@@ -215,14 +232,14 @@ private:
   }
 
   void *allocateHeap(size_t cls) {
-    size_t bytes = kHeader + cls;
+    size_t bytes = kHeader + cls, peakBefore = 0;
     std::vector<std::pair<char *, size_t>> freeing;
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (char *block = heap.take(cls))
         return block + kHeader;
       freeing = heap.makeRoom(bytes, kHeapFloor);
-      heap.noteLive(bytes);
+      peakBefore = heap.noteLive(bytes);
     }
     for (auto [block, c] : freeing)
       freeHeapBlock(block);
@@ -232,7 +249,7 @@ private:
                                 : std::aligned_alloc(64, bytes));
     if (!block) {
       std::lock_guard<std::mutex> lock(mutex);
-      heap.live -= bytes;
+      heap.forgetLive(bytes, peakBefore);
       return nullptr;
     }
     *reinterpret_cast<size_t *>(block) = cls;
@@ -241,6 +258,7 @@ private:
 
   void *allocateMapped(size_t cls) {
     std::vector<std::pair<char *, size_t>> unmapping, moving;
+    size_t peakBefore = 0;
     {
       std::lock_guard<std::mutex> lock(mutex);
       // An idle block of this class, else the front of the smallest larger
@@ -297,7 +315,7 @@ private:
       }
       // Make room: in use, idle and new together within the budget.
       unmapping = mapped.makeRoom(cls, kMappedFloor);
-      mapped.noteLive(cls);
+      peakBefore = mapped.noteLive(cls);
     }
     for (auto [block, length] : unmapping)
       tfmc::pages::unmap(block, length);
@@ -315,7 +333,7 @@ private:
     }
     std::lock_guard<std::mutex> lock(mutex);
     if (!block) {
-      mapped.live -= cls;
+      mapped.forgetLive(cls, peakBefore);
       return nullptr;
     }
     liveMapped[block] = cls;

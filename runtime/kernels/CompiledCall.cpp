@@ -2,6 +2,7 @@
 #include "runtime/kernels/CompiledCall.h"
 
 #include "runtime/kernels/KernelAbi.h"
+#include "runtime/kernels/ProfileProbes.h"
 
 #include <algorithm>
 #include <csetjmp>
@@ -26,6 +27,7 @@ thread_local CallState state;
 size_t tfmc::runtime::callCompiled(void (*entry)(void **), void **arguments) {
   CallState &s = state;
   std::jmp_buf jump;
+  const int profileDepth = profile::openDepth();
   s.held.clear();
   s.failedBytes = 0;
   s.failed = &jump;
@@ -37,6 +39,8 @@ size_t tfmc::runtime::callCompiled(void (*entry)(void **), void **arguments) {
     return 0;
   }
   s.failed = nullptr;
+  // The ops the call had open stay unfinished.
+  profile::restoreOpenDepth(profileDepth);
   for (void *block : s.held)
     poolRelease(block);
   s.held.clear();
@@ -45,7 +49,14 @@ size_t tfmc::runtime::callCompiled(void (*entry)(void **), void **arguments) {
 }
 
 void *tfmc::runtime::compiledMalloc(size_t bytes) {
-  void *block = poolAllocate(bytes);
+  void *block = nullptr;
+  // The pool's own books (maps, lists) may throw when memory runs out: an
+  // exception must not unwind into compiled code, which has no handlers.
+  try {
+    block = poolAllocate(bytes);
+  } catch (const std::bad_alloc &) {
+    block = nullptr;
+  }
   CallState &s = state;
   if (!s.failed)
     return block;

@@ -71,6 +71,13 @@ uint64_t profile::ticks() {
 #endif
 }
 
+int profile::openDepth() { return open.depth; }
+
+void profile::restoreOpenDepth(int depth) {
+  if (depth >= 0 && depth < open.depth)
+    open.depth = depth;
+}
+
 extern "C" void tfm_rt_profile_enter(int64_t) {
   if (!table.load(std::memory_order_relaxed))
     return;

@@ -56,6 +56,12 @@ uint64_t ticks();
 void enter(int64_t id);
 void exit(int64_t id);
 
+/// The calling thread's open ids, and a way back to that count: a call
+/// into compiled code that ends early (CompiledCall.h) leaves its ops
+/// open.
+int openDepth();
+void restoreOpenDepth(int depth);
+
 /// A runtime phase as a scope; nothing when no table is attached.
 class Scope {
 public:

@@ -55,7 +55,7 @@ char *BatchDecoder::acquire(int64_t elements, int64_t bytes) {
 }
 
 void BatchDecoder::noteOutOfMemory(llvm::StringRef what, int64_t bytes) {
-  outOfMemory = true;
+  failed = true;
   if (failure)
     return;
   failure = llvm::createStringError(
@@ -179,7 +179,7 @@ void BatchDecoder::bindSources(CallFrame &f, int64_t first, int64_t count) {
 }
 
 llvm::Error BatchDecoder::encode() {
-  if (outOfMemory)
+  if (failed)
     return takeError();
   CallFrame &f = encodeFrame;
   // The encoder writes what decode_step reads: their element types agree.
@@ -338,7 +338,7 @@ void BatchDecoder::useTeam(StepTeam &stepTeam,
 bool BatchDecoder::runStep(
     StepKind kind, llvm::ArrayRef<int32_t> next,
     llvm::function_ref<void(CallFrame &, int64_t, int64_t)> bindOwn) {
-  if (outOfMemory)
+  if (failed)
     return false;
   if (self.empty() && layers > 0) {
     self = acquireGroup(2 * layers, slots * capacity * dModel, selfBytes);
@@ -393,7 +393,9 @@ bool BatchDecoder::runStep(
   ++position;
   if (!called)
     return true;
-  // Keep the first failure; the search still runs to its end.
+  // Keep the first failure; the search still runs to its end, without
+  // steps.
+  failed = true;
   if (!failure)
     failure = std::move(called);
   else

@@ -202,8 +202,10 @@ private:
   void bindChoiceInputs(CallFrame &f, int64_t first, int64_t count);
   int64_t eosId = 0;
   llvm::Error failure = llvm::Error::success();
-  /// The caches could not be had: steps no longer run.
-  bool outOfMemory = false;
+  /// A step failed, or the caches could not be had: the batch is lost and
+  /// no step runs any more (each would fail again, or allocate up to the
+  /// limit to no use).
+  bool failed = false;
   std::function<void()> release;
 };
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/model/FileSupport.h"
+#include "frontends/model/PageMemory.h"
 #include "tools/tfmc/Command.h"
 
 #include "llvm/Support/Allocator.h"
@@ -68,8 +69,8 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
 /// EX_OSERR, not LLVM's abort; compiled code's own buffers fail their call
 /// instead, which the command reports as any error (CompiledCall.h).
 [[noreturn]] void outOfMemory() {
-  // What is written stays written; nothing here may allocate.
-  llvm::outs().flush();
+  // Nothing here may allocate, nor touch a stream another thread may be
+  // writing.
   static const char message[] = "error: out of memory\n";
   ssize_t ignored = ::write(2, message, sizeof(message) - 1);
   (void)ignored;
@@ -96,6 +97,7 @@ int dispatch(int argc, char **argv,
              llvm::MutableArrayRef<std::unique_ptr<Command>> commands,
              cl::OptionCategory &category, llvm::StringRef missingCommand) {
   std::set_new_handler(outOfMemory);
+  pages::outOfMemoryHandler = outOfMemory;
   llvm::install_bad_alloc_error_handler(
       [](void *, const char *, bool) { outOfMemory(); });
   cl::HideUnrelatedOptions(category);

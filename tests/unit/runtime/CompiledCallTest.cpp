@@ -4,7 +4,8 @@
 // through compiled code's malloc (bufferPoolSymbols): an allocation that
 // fails ends the call at once with its size, the blocks the call held go
 // back to the pool, and the next call runs as before; a step-team member
-// that runs out leaves the others to finish alone, without a hang.
+// that runs out, before or after meetings, leaves the others to finish
+// alone, without a hang.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/CompiledCall.h"
@@ -13,8 +14,11 @@
 
 #include "gtest/gtest.h"
 
-#include <atomic>
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 using namespace tfmc::runtime;
 
@@ -44,9 +48,25 @@ constexpr size_t kTooMuch = size_t(1) << 50;
 struct StepArguments {
   size_t lastRequest = 0;
   bool reachedEnd = false;
-  bool metOthers = false;
-  bool tryMeeting = false;
+  /// Meetings to attempt before the last request, and after it; whether
+  /// each found the others (and published with them).
+  int meetingsBefore = 0, meetingsAfter = 0;
+  std::vector<bool> met;
 };
+
+/// A library kernel's meeting, as compiled code reaches one.
+void meetTeam(StepArguments &args, const void *input) {
+  int member = -1;
+  StepTeam *team = StepTeam::current(member);
+  TeamOffer offer;
+  static const int layer = 0;
+  offer.layer = &layer;
+  offer.rows = 1;
+  offer.input = input;
+  const TeamOffer *offers = nullptr;
+  bool met = team && team->meet(offer, offers) && team->publish(input);
+  args.met.push_back(met);
+}
 
 /// A compiled function's shape: a few live buffers (heap and mapped), one
 /// freed on the way, then a request of `lastRequest` bytes, then the rest
@@ -62,23 +82,13 @@ void stepStandIn(void **packed) {
   std::memset(mapped, 1, size_t(8) << 20);
   brief[0] = 1;
   release(brief);
-  if (args->tryMeeting) {
-    // A library kernel's meeting, as compiled code reaches one.
-    int member = -1;
-    StepTeam *team = StepTeam::current(member);
-    TeamOffer offer;
-    offer.layer = &kTooMuch;
-    offer.rows = 1;
-    offer.input = small;
-    const TeamOffer *offers = nullptr;
-    if (team && team->meet(offer, offers)) {
-      args->metOthers = true;
-      team->publish(small);
-    }
-  }
+  for (int m = 0; m < args->meetingsBefore; ++m)
+    meetTeam(*args, small);
   auto *last = static_cast<char *>(allocate(args->lastRequest));
   last[0] = 1;
   release(last);
+  for (int m = 0; m < args->meetingsAfter; ++m)
+    meetTeam(*args, small);
   release(mapped);
   release(small);
   args->reachedEnd = true;
@@ -127,20 +137,54 @@ TEST(CompiledCall, OutsideACallMallocFailsAsMallocDoes) {
 TEST(CompiledCall, StepTeamMemberThatRunsOutLeavesTheOthersAlone) {
   StepTeam team(2);
   for (int failing : {0, 1}) {
+    // Both members meet once, then one runs out; the other's next
+    // meetings find nobody.
     StepArguments args[2];
     size_t results[2] = {1, 1};
     auto body = [&](int member) {
-      args[member].tryMeeting = member != failing;
+      args[member].meetingsBefore = 1;
+      args[member].meetingsAfter = member == failing ? 0 : 2;
       args[member].lastRequest = member == failing ? kTooMuch : 4096;
-      results[member] = callStandIn(args[member]);
+      void *packed[] = {&args[member]};
+      results[member] = callCompiled(&stepStandIn, packed);
     };
     team.run(body);
     EXPECT_EQ(results[failing], kTooMuch);
     EXPECT_FALSE(args[failing].reachedEnd);
+    EXPECT_EQ(args[failing].met, std::vector<bool>{true});
     EXPECT_EQ(results[1 - failing], 0u);
     EXPECT_TRUE(args[1 - failing].reachedEnd);
-    EXPECT_FALSE(args[1 - failing].metOthers);
+    EXPECT_EQ(args[1 - failing].met, (std::vector<bool>{true, false, false}));
   }
+}
+
+/// A mapping the system refuses (here: beyond the address space the test
+/// leaves the process), not one the pool refuses by its size: the call ends
+/// as well, and the failure leaves the pool's peak, which bounds the idle
+/// blocks it keeps, as it was.
+TEST(CompiledCall, RefusedMappingEndsTheCallAndLeavesThePeak) {
+  StepArguments warm;
+  warm.lastRequest = 4096;
+  ASSERT_EQ(callStandIn(warm), 0u);
+  PoolCounters before = bufferPoolCounters();
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit limited = saved;
+  limited.rlim_cur = size_t(64) << 30;
+  if (saved.rlim_cur != RLIM_INFINITY)
+    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  StepArguments args;
+  args.lastRequest = size_t(1) << 40;
+  size_t failed = callStandIn(args);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_EQ(failed, size_t(1) << 40);
+  EXPECT_FALSE(args.reachedEnd);
+  PoolCounters after = bufferPoolCounters();
+  EXPECT_EQ(after.liveMapped, before.liveMapped);
+  EXPECT_EQ(after.liveHeap, before.liveHeap);
+  EXPECT_EQ(after.highWater, before.highWater);
+  EXPECT_EQ(after.heapHighWater, before.heapHighWater);
 }
 
 } // namespace
