@@ -123,6 +123,12 @@ public:
         loadModelTimed(model, timing, cacheOnly ? cache.directory() : "");
     if (!loaded)
       return fail(loaded.takeError());
+    // Only a decoder keeps keys and values: say so rather than let the
+    // option pass as if it had done something.
+    if (!kvType.name().empty() && loaded->desc.arch.encoderOnly())
+      llvm::errs() << "warning: --kv-type has no effect: " << model
+                   << " is an encoder-only model (no decoder keys and "
+                      "values to store)\n";
     if (cacheOnly)
       return fillCache(std::move(*loaded), *library);
     auto type = computeType.resolve(loaded->desc);
