@@ -1021,6 +1021,10 @@ case("profile-output-is-input", OP, [base(), ONE_LINE],
 case("profile-svg-is-input", OP, [base(), ONE_LINE],
      PROFILE + ["--profile-svg", "{case}/input.txt"],
      option_error("input.txt", "is the input file"))
+case("profile-svg-not-svg", OP, [base(), ONE_LINE],
+     PROFILE + ["--profile-svg", "{case}/chart.png"],
+     option_error("--profile-svg", "chart.png"),
+     note="the chart is SVG text: a .png name would give a file viewers refuse")
 case("profile-output-is-translations", OP, [base(), ONE_LINE],
      PROFILE + ["-o", "{case}/out.txt", "--profile-output", "{case}/out.txt"],
      option_error("out.txt", "the translations (-o)"),

@@ -32,7 +32,18 @@ llvm::Error ProfileOutput::checkPaths(FileRoles &files) const {
   if (llvm::Error e =
           files.checkOutput(output, "the profile (--profile-output)"))
     return e;
-  return files.checkOutput(svg, "the profile's picture (--profile-svg)");
+  if (llvm::Error e =
+          files.checkOutput(svg, "the profile's picture (--profile-svg)"))
+    return e;
+  // As compile's --emit=graph: a picture named .png would be SVG text that
+  // image viewers refuse.
+  if (!svg.empty() && svg != "-" &&
+      !llvm::StringRef(svg).ends_with_insensitive(".svg"))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--profile-svg writes SVG: the file name must end in .svg, got '" +
+            svg + "'");
+  return llvm::Error::success();
 }
 
 llvm::Error ProfileOutput::open() {
