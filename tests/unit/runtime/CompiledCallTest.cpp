@@ -99,6 +99,23 @@ size_t callStandIn(StepArguments &args) {
   return callCompiled(&stepStandIn, packed);
 }
 
+/// The pool's counters once a call has run to its end (its blocks idle).
+PoolCounters countersAfterAWholeCall() {
+  StepArguments warm;
+  warm.lastRequest = 4096;
+  EXPECT_EQ(callStandIn(warm), 0u);
+  return bufferPoolCounters();
+}
+
+/// A call that ended at its last request has given its blocks back.
+void expectEndedAndGivenBack(const StepArguments &args,
+                             const PoolCounters &before) {
+  EXPECT_FALSE(args.reachedEnd);
+  PoolCounters after = bufferPoolCounters();
+  EXPECT_EQ(after.liveMapped, before.liveMapped);
+  EXPECT_EQ(after.liveHeap, before.liveHeap);
+}
+
 TEST(CompiledCall, RunsToTheEnd) {
   StepArguments args;
   args.lastRequest = 4096;
@@ -107,17 +124,11 @@ TEST(CompiledCall, RunsToTheEnd) {
 }
 
 TEST(CompiledCall, FailedAllocationEndsTheCallAndFreesItsBlocks) {
-  StepArguments warm;
-  warm.lastRequest = 4096;
-  ASSERT_EQ(callStandIn(warm), 0u);
-  PoolCounters before = bufferPoolCounters();
+  PoolCounters before = countersAfterAWholeCall();
   StepArguments args;
   args.lastRequest = kTooMuch;
   EXPECT_EQ(callStandIn(args), kTooMuch);
-  EXPECT_FALSE(args.reachedEnd);
-  PoolCounters after = bufferPoolCounters();
-  EXPECT_EQ(after.liveMapped, before.liveMapped);
-  EXPECT_EQ(after.liveHeap, before.liveHeap);
+  expectEndedAndGivenBack(args, before);
   // The thread's next call starts afresh.
   StepArguments next;
   next.lastRequest = 4096;
@@ -163,10 +174,7 @@ TEST(CompiledCall, StepTeamMemberThatRunsOutLeavesTheOthersAlone) {
 /// as well, and the failure leaves the pool's peak, which bounds the idle
 /// blocks it keeps, as it was.
 TEST(CompiledCall, RefusedMappingEndsTheCallAndLeavesThePeak) {
-  StepArguments warm;
-  warm.lastRequest = 4096;
-  ASSERT_EQ(callStandIn(warm), 0u);
-  PoolCounters before = bufferPoolCounters();
+  PoolCounters before = countersAfterAWholeCall();
   rlimit saved;
   ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
   rlimit limited = saved;
@@ -179,10 +187,8 @@ TEST(CompiledCall, RefusedMappingEndsTheCallAndLeavesThePeak) {
   size_t failed = callStandIn(args);
   ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
   EXPECT_EQ(failed, size_t(1) << 40);
-  EXPECT_FALSE(args.reachedEnd);
+  expectEndedAndGivenBack(args, before);
   PoolCounters after = bufferPoolCounters();
-  EXPECT_EQ(after.liveMapped, before.liveMapped);
-  EXPECT_EQ(after.liveHeap, before.liveHeap);
   EXPECT_EQ(after.highWater, before.highWater);
   EXPECT_EQ(after.heapHighWater, before.heapHighWater);
 }
