@@ -6,9 +6,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <stdexcept>
 
 using namespace tfmc;
 using namespace tfmc::runtime;
+
+/// `count` zeros in `values`, or an error when the memory is not there.
+/// The arrays encode() and forward() return are std::vectors, so this file
+/// is built with C++ exceptions (runtime/CMakeLists.txt) to take a failed
+/// allocation as an error result rather than end the process (the tfmc
+/// command's own handler ends it with one line first).
+static llvm::Error zeros(std::vector<float> &values, size_t count,
+                         const char *what) {
+  bool had = true;
+  try {
+    values.assign(count, 0.0f);
+  } catch (const std::bad_alloc &) {
+    had = false;
+  } catch (const std::length_error &) {
+    had = false;
+  }
+  if (had)
+    return llvm::Error::success();
+  return sessionError(llvm::formatv("out of memory ({0} of this batch: {1:F1} "
+                                    "MB could not be allocated; a smaller "
+                                    "batch needs less)",
+                                    what, count * sizeof(float) / 1e6));
+}
 
 /// In place over each [vocab] row: log_softmax or softmax.
 static void normalizeRows(std::vector<float> &values, int64_t vocab,
@@ -45,7 +70,10 @@ llvm::Expected<EncoderStates> Session::encode(const TokenRows &sources) {
   states.batch = src.rows;
   states.length = src.length;
   states.dModel = loaded.desc.arch.dModel;
-  states.values.assign(src.rows * src.length * states.dModel, 0.0f);
+  if (llvm::Error e =
+          zeros(states.values, src.rows * src.length * states.dModel,
+                "the encoder states"))
+    return std::move(e);
   CallFrame &f = *frames->encodeStates;
   f.bind("src_ids", src.ids.data(), {src.rows, src.length});
   f.bind("src_lengths", src.lengths.data(), {src.rows});
@@ -114,7 +142,9 @@ llvm::Expected<Logits> Session::forward(const TokenRows &sources,
   logits.batch = rows;
   logits.steps = steps;
   logits.vocab = loaded.targetVocab.size();
-  logits.values.assign(rows * steps * logits.vocab, 0.0f);
+  if (llvm::Error e =
+          zeros(logits.values, rows * steps * logits.vocab, "the logits"))
+    return std::move(e);
   ensurePositions(std::max(src.length, steps));
   CallFrame &f = *frames->forward;
   f.bind("src_ids", src.ids.data(), {rows, src.length});

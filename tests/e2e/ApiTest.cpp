@@ -338,6 +338,18 @@ TEST(Api, OutOfMemoryInCompiledCodeIsAnError) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("out of memory"), std::string::npos)
       << refused.error();
+  // The states themselves (~1 GB, a std::vector the runtime fills) beyond
+  // 256 MB more: an error result too (the process ended before).
+  limited.rlim_cur = virtualBytes() + (size_t(1) << 28);
+  if (saved.rlim_cur != RLIM_INFINITY)
+    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
+  auto noStates = (*t)->encode(huge);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  ASSERT_FALSE(noStates);
+  EXPECT_NE(noStates.error().find("out of memory (the encoder states"),
+            std::string::npos)
+      << noStates.error();
   // A batch of 1,500 sources of 120 tokens: the decoder's cross-attention
   // keys and values (~1.1 GB), which the runtime takes, do not fit in
   // 512 MB more either.
