@@ -175,11 +175,17 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
   if (!arch.encoderOnly())
     os << "decoder layer: " << arch.layerRecipe(LayerKind::Decoder).str()
        << "; final norm " << arch.finalNorm(LayerKind::Decoder) << "\n";
-  os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n"
-     << "functions: translation " << options.translation << ", teacher forcing "
-     << options.teacherForcing << ", encoder states " << options.encoderStates
-     << "\n"
-     << "kernels: " << (pipeline.useLibraryCalls ? "library" : "loops")
+  os << "vocabularies: " << sourceVocabSize << " " << targetVocabSize << "\n";
+  // An encoder-only model compiles its encoder states alone, whatever is
+  // asked of translation (compile --cache-only asked for it, encode not:
+  // two keys for one module), and has no keys or values to store.
+  if (arch.encoderOnly())
+    os << "functions: encoder states " << options.encoderStates << "\n";
+  else
+    os << "functions: translation " << options.translation
+       << ", teacher forcing " << options.teacherForcing << ", encoder states "
+       << options.encoderStates << "\n";
+  os << "kernels: " << (pipeline.useLibraryCalls ? "library" : "loops")
      << ", library from " << pipeline.libraryMinRows << " rows\n"
      << "attention prefetches into: L" << pipeline.attentionPrefetchLevel
      << "\n"
@@ -188,7 +194,8 @@ std::string CompiledModel::cacheKey(const frontend::Architecture &arch,
              ? " (output projection float32)"
              : "")
      << "\n"
-     << "keys and values: " << (pipeline.halfCaches ? "float16" : "float32")
+     << "keys and values: "
+     << (pipeline.halfCaches && !arch.encoderOnly() ? "float16" : "float32")
      << "\n"
      << "target: " << mlir::tfm::hostTargetDescription() << "\n";
   if (pipeline.profile)

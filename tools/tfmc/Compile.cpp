@@ -125,7 +125,8 @@ public:
       return fail(loaded.takeError());
     // Only a decoder keeps keys and values: say so rather than let the
     // option pass as if it had done something.
-    if (!kvType.name().empty() && loaded->desc.arch.encoderOnly())
+    if (!kvType.name().empty() && kvType.name() != "auto" &&
+        loaded->desc.arch.encoderOnly())
       llvm::errs() << "warning: --kv-type has no effect: " << model
                    << " is an encoder-only model (no decoder keys and "
                       "values to store)\n";

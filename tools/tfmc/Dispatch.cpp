@@ -26,8 +26,15 @@ namespace tfmc::driver {
 
 namespace {
 
-/// The first option of `sub` naming a file or a directory (value FILE or
-/// DIR) that the command line gives an empty value (`-o ''`,
+/// Whether `option` names a file or a directory: its value is FILE, DIR or
+/// IDS (a file of token ids).
+bool isPathOption(const cl::Option &option) {
+  return option.ValueStr == "FILE" || option.ValueStr == "DIR" ||
+         option.ValueStr == "IDS";
+}
+
+/// The first option of `sub` naming a file or a directory (isPathOption)
+/// that the command line gives an empty value (`-o ''`,
 /// `--dump-ir=`), or "": llvm::cl takes it, and an empty path would then
 /// mean the option's default (stdout, stdin, no dump) as if it had not
 /// been given. Response files (`@FILE`) are read as llvm::cl reads them.
@@ -57,8 +64,7 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
                                             : "x";
     if (separateValue)
       ++i;
-    if ((option.ValueStr == "FILE" || option.ValueStr == "DIR") &&
-        given.empty())
+    if (isPathOption(option) && given.empty())
       return (name.size() == 1 ? "-" : "--") + name.str();
   }
   return "";
@@ -83,9 +89,10 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
 std::string repeatedPathOption(cl::SubCommand &sub) {
   for (auto &entry : sub.OptionsMap) {
     cl::Option &option = *entry.second;
-    if ((option.ValueStr == "FILE" || option.ValueStr == "DIR") &&
-        option.getNumOccurrencesFlag() == cl::Optional &&
-        option.getNumOccurrences() > 1)
+    // Lists (score's --ref) take every value; single options keep one.
+    bool single = option.getNumOccurrencesFlag() == cl::Optional ||
+                  option.getNumOccurrencesFlag() == cl::Required;
+    if (isPathOption(option) && single && option.getNumOccurrences() > 1)
       return (option.ArgStr.size() == 1 ? "-" : "--") + option.ArgStr.str();
   }
   return "";

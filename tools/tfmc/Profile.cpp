@@ -36,9 +36,11 @@ llvm::Error ProfileOutput::checkPaths(FileRoles &files) const {
           files.checkOutput(svg, "the profile's picture (--profile-svg)"))
     return e;
   // As compile's --emit=graph: a picture named .png would be SVG text that
-  // image viewers refuse.
-  if (!svg.empty() && svg != "-" &&
-      !llvm::StringRef(svg).ends_with_insensitive(".svg"))
+  // image viewers refuse (devices, /dev/stdout or a pipe's /dev/fd/N, are
+  // not names).
+  llvm::StringRef picture(svg);
+  if (!picture.empty() && picture != "-" && !picture.starts_with("/dev/") &&
+      !picture.ends_with_insensitive(".svg"))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "--profile-svg writes SVG: the file name must end in .svg, got '" +
