@@ -81,6 +81,29 @@ size_t virtualBytes() {
   return 0;
 }
 
+/// While it lives, the process may take `more` bytes of address space
+/// beyond what it has now (RLIMIT_AS; never above the limit it had).
+class AddressSpaceLimit {
+public:
+  explicit AddressSpaceLimit(size_t more) {
+    held = getrlimit(RLIMIT_AS, &saved) == 0;
+    rlimit limited = saved;
+    limited.rlim_cur = virtualBytes() + more;
+    if (saved.rlim_cur != RLIM_INFINITY)
+      limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
+    held = held && setrlimit(RLIMIT_AS, &limited) == 0;
+    EXPECT_TRUE(held) << "the address-space limit could not be set";
+  }
+  ~AddressSpaceLimit() {
+    if (held)
+      EXPECT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  }
+
+private:
+  rlimit saved;
+  bool held = false;
+};
+
 std::string lines(const std::vector<std::string> &sentences) {
   std::string text;
   for (const std::string &s : sentences)
@@ -326,26 +349,23 @@ TEST(Api, OutOfMemoryInCompiledCodeIsAnError) {
   for (size_t r = 0; r < huge.size(); ++r)
     for (size_t i = 0; i < huge[r].size(); ++i)
       huge[r][i] = static_cast<int32_t>(5 + (r * 7 + i * 13) % 3000);
-  rlimit saved;
-  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
-  rlimit limited = saved;
-  limited.rlim_cur = virtualBytes() + (size_t(5) << 29);
-  if (saved.rlim_cur != RLIM_INFINITY)
-    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
-  auto refused = (*t)->encode(huge);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  tfmc::Result<tfmc::EncoderStates> refused =
+      tfmc::Result<tfmc::EncoderStates>::failure("");
+  {
+    AddressSpaceLimit limit(size_t(5) << 29);
+    refused = (*t)->encode(huge);
+  }
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("out of memory"), std::string::npos)
       << refused.error();
   // The states themselves (~1 GB, a std::vector the runtime fills) beyond
   // 256 MB more: an error result too (the process ended before).
-  limited.rlim_cur = virtualBytes() + (size_t(1) << 28);
-  if (saved.rlim_cur != RLIM_INFINITY)
-    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
-  auto noStates = (*t)->encode(huge);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  tfmc::Result<tfmc::EncoderStates> noStates =
+      tfmc::Result<tfmc::EncoderStates>::failure("");
+  {
+    AddressSpaceLimit limit(size_t(1) << 28);
+    noStates = (*t)->encode(huge);
+  }
   ASSERT_FALSE(noStates);
   EXPECT_NE(noStates.error().find("out of memory (the encoder states"),
             std::string::npos)
@@ -359,12 +379,12 @@ TEST(Api, OutOfMemoryInCompiledCodeIsAnError) {
       wide[r][i] = static_cast<int32_t>(5 + (r * 11 + i * 17) % 3000);
   tfmc::TranslateOptions options = (*t)->defaultOptions();
   options.batchSize = 1500;
-  limited.rlim_cur = virtualBytes() + (size_t(1) << 29);
-  if (saved.rlim_cur != RLIM_INFINITY)
-    limited.rlim_cur = std::min(limited.rlim_cur, saved.rlim_cur);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &limited), 0);
-  auto untranslated = (*t)->translateIds(wide, options);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  tfmc::Result<std::vector<tfmc::Translation>> untranslated =
+      tfmc::Result<std::vector<tfmc::Translation>>::failure("");
+  {
+    AddressSpaceLimit limit(size_t(1) << 29);
+    untranslated = (*t)->translateIds(wide, options);
+  }
   ASSERT_FALSE(untranslated);
   EXPECT_NE(untranslated.error().find("out of memory"), std::string::npos)
       << untranslated.error();
