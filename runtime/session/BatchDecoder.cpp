@@ -58,11 +58,7 @@ void BatchDecoder::noteOutOfMemory(llvm::StringRef what, int64_t bytes) {
   failed = true;
   if (failure)
     return;
-  failure = llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      "out of memory (%s of this batch: %.1f MB could not be allocated; a "
-      "smaller batch needs less)",
-      what.str().c_str(), bytes / 1e6);
+  failure = batchOutOfMemory(what, bytes);
 }
 
 /// Bytes of one of a group's buffers: `elements` of `bytes` each, rounded

@@ -45,19 +45,16 @@ public:
     if (!tryGrowUninitialized(n))
       llvm::report_bad_alloc_error("tfmc: out of memory");
   }
-  /// The same; false when the memory is not there (the buffer is then as
-  /// it was).
+  /// The same; false when the memory is not there (a mapping is then as
+  /// it was, a smaller buffer gone: its contents were not kept anyway).
   [[nodiscard]] bool tryGrowUninitialized(size_t n) {
     if (n <= count && ptr)
       return true;
     if (n > (SIZE_MAX - 63) / sizeof(T))
       return false;
     if (!mappedBytes) {
-      Buffer grown;
-      if (!grown.tryAllocate(n, /*zero=*/false))
-        return false;
-      *this = std::move(grown);
-      return true;
+      release();
+      return tryAllocate(n, /*zero=*/false);
     }
     size_t bytes = mappingBytes(roundedBytes(n));
     void *memory = mremap(ptr, mappedBytes, bytes, MREMAP_MAYMOVE);
@@ -86,6 +83,7 @@ private:
     else
       std::free(ptr);
     ptr = nullptr;
+    count = 0;
     mappedBytes = 0;
   }
 

@@ -73,6 +73,15 @@ void CallFrame::bindScalar(llvm::StringRef name, int64_t value) {
   bound[index] = true;
 }
 
+llvm::Error tfmc::runtime::batchOutOfMemory(llvm::StringRef what,
+                                            double bytes) {
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "out of memory (%s of this batch: %.1f MB could not be allocated; a "
+      "smaller batch needs less)",
+      what.str().c_str(), bytes / 1e6);
+}
+
 llvm::Error CallFrame::call() {
   for (size_t i = 0; i < bound.size(); ++i)
     if (!bound[i])

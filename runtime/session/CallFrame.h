@@ -46,6 +46,11 @@ private:
   std::vector<bool> bound;
 };
 
+/// The error of a batch whose `what` (`bytes` of it) the runtime could not
+/// allocate: "out of memory (WHAT of this batch: N MB could not be
+/// allocated; a smaller batch needs less)".
+llvm::Error batchOutOfMemory(llvm::StringRef what, double bytes);
+
 } // namespace tfmc::runtime
 
 #endif // RUNTIME_SESSION_CALLFRAME_H

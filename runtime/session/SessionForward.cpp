@@ -29,10 +29,7 @@ static llvm::Error zeros(std::vector<float> &values, size_t count,
   }
   if (had)
     return llvm::Error::success();
-  return sessionError(llvm::formatv("out of memory ({0} of this batch: {1:F1} "
-                                    "MB could not be allocated; a smaller "
-                                    "batch needs less)",
-                                    what, count * sizeof(float) / 1e6));
+  return batchOutOfMemory(what, double(count) * sizeof(float));
 }
 
 /// In place over each [vocab] row: log_softmax or softmax.

@@ -70,19 +70,6 @@ std::string emptyPathOption(int argc, char **argv, cl::SubCommand &sub) {
   return "";
 }
 
-/// Memory the runtime could not get outside compiled code (the decoder's
-/// caches, an output array) ends the command with one error line and
-/// EX_OSERR, not LLVM's abort; compiled code's own buffers fail their call
-/// instead, which the command reports as any error (CompiledCall.h).
-[[noreturn]] void outOfMemory() {
-  // Nothing here may allocate, nor touch a stream another thread may be
-  // writing.
-  static const char message[] = "error: out of memory\n";
-  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
-  (void)ignored;
-  ::_exit(71);
-}
-
 /// The first option of `sub` naming a file or a directory that takes one
 /// value and was given more than once (`-i A -i B`), or "": llvm::cl keeps
 /// the last, so the command would read or write one of them without a word.
@@ -96,6 +83,20 @@ std::string repeatedPathOption(cl::SubCommand &sub) {
       return (option.ArgStr.size() == 1 ? "-" : "--") + option.ArgStr.str();
   }
   return "";
+}
+
+/// Memory the runtime could not get for anything else than compiled code's
+/// buffers and the decoder's caches (an output array, weights being
+/// converted) ends the command with one error line and EX_OSERR, not
+/// LLVM's abort; those two fail their call or batch instead, which the
+/// command reports as any error (CompiledCall.h, BatchDecoder.h).
+[[noreturn]] void outOfMemory() {
+  // Nothing here may allocate, nor touch a stream another thread may be
+  // writing.
+  static const char message[] = "error: out of memory\n";
+  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
+  (void)ignored;
+  ::_exit(71);
 }
 
 } // namespace
